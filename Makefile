@@ -1,0 +1,30 @@
+# kafkaops — every target sets up what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup test demo bench dev-cluster clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+demo: setup
+	$(PY) -m kafkaops.demo
+
+bench: setup
+	$(PY) bench/batcher_bench.py
+
+dev-cluster: setup
+	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info
