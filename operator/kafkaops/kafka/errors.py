@@ -82,3 +82,12 @@ class UnsupportedFeature(KafkaOpsError):
 
     def as_kafka_error(self) -> KafkaError:
         return KafkaError.of(ErrorCode.unsupported_version, str(self))
+
+
+class KafkaRequestError(KafkaOpsError):
+    """A whole request failed with a Kafka error (not a per-item one)."""
+
+    def __init__(self, api: str, error: KafkaError) -> None:
+        self.api = api
+        self.error = error
+        super().__init__(f"{api} failed: {error}")

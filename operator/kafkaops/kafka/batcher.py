@@ -1,0 +1,229 @@
+"""The Batcher: single items from many concurrent callers, one request per API per window.
+
+Each API has a lane. The first item submitted to an idle lane starts a linger
+timer (``settings.linger``, at most 50 ms by default); every item submitted
+before it fires joins the same batch, which is sent as one admin call when
+the timer fires or as soon as the queued items reach the record budget.
+Each caller awaits only its own ``ItemResult``.
+
+Two rules borrowed from Strimzi's BatchingLoop:
+- a key (a topic, a config resource, an ACL binding) is never in two
+  in-flight requests at once: an item whose key is in flight waits for the
+  next window after that request completes;
+- two submissions of the same key in one window collapse to the last one
+  (KIP-4 semantics) and both callers receive that item's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .admin import AdminClient
+from .models import (
+    AclBinding,
+    AclBindingFilter,
+    AlterConfigOp,
+    ConfigEntry,
+    ConfigResource,
+    CreatedTopic,
+    ItemResult,
+    NewPartitions,
+    NewTopic,
+    TopicInfo,
+)
+from .messages import missing
+from .sizing import config_records, one_record, partition_records, topic_records
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+R = TypeVar("R")
+
+Send = Callable[[list[tuple[K, V]]], Awaitable[Mapping[K, ItemResult[R]]]]
+
+
+@dataclass(slots=True)
+class LaneStats:
+    batches: int = 0
+    items: int = 0
+    max_batch: int = 0
+    max_queue_depth: int = 0
+
+
+@dataclass(slots=True)
+class _Waiting(Generic[V, R]):
+    value: V
+    futures: list[asyncio.Future[ItemResult[R]]] = field(default_factory=list)
+
+
+class _Lane(Generic[K, V, R]):
+    def __init__(self, name: str, send: Send[K, V, R], cost: Callable[[V], int], linger: float, budget: int) -> None:
+        self.name = name
+        self._send = send
+        self._cost = cost
+        self._linger = linger
+        self._budget = budget
+        self._queue: dict[K, _Waiting[V, R]] = {}
+        self._queued_records = 0
+        self._in_flight: set[K] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.stats = LaneStats()
+
+    @property
+    def depth(self) -> int:
+        return len(self._queue)
+
+    async def submit(self, key: K, value: V) -> ItemResult[R]:
+        future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
+        waiting = self._queue.pop(key, None)
+        if waiting is None:
+            waiting = _Waiting(value)
+        else:
+            self._queued_records -= self._cost(waiting.value)
+            waiting.value = value  # last one wins
+        waiting.futures.append(future)
+        self._queue[key] = waiting
+        self._queued_records += self._cost(value)
+        self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._queue))
+        if self._queued_records >= self._budget:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._linger, self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        ready: dict[K, _Waiting[V, R]] = {}
+        for key in list(self._queue):
+            if key not in self._in_flight:
+                ready[key] = self._queue.pop(key)
+        self._queued_records = sum(self._cost(w.value) for w in self._queue.values())
+        if ready:
+            task = asyncio.ensure_future(self._dispatch(ready))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _dispatch(self, batch: dict[K, _Waiting[V, R]]) -> None:
+        self._in_flight.update(batch)
+        self.stats.batches += 1
+        self.stats.items += len(batch)
+        self.stats.max_batch = max(self.stats.max_batch, len(batch))
+        try:
+            results = await self._send([(k, w.value) for k, w in batch.items()])
+        except Exception as exc:  # the whole call failed (e.g. UnsupportedFeature): every caller sees it
+            for waiting in batch.values():
+                for future in waiting.futures:
+                    if not future.done():
+                        future.set_exception(exc)
+        else:
+            for key, waiting in batch.items():
+                result = results.get(key) or missing(key)
+                for future in waiting.futures:
+                    if not future.done():
+                        future.set_result(result)
+        finally:
+            self._in_flight.difference_update(batch)
+            if self._queue and self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(self._linger, self._flush)
+
+    async def drain(self) -> None:
+        """Send what is queued now and wait for every in-flight batch."""
+        while self._queue or self._tasks:
+            if self._queue and not self._in_flight:
+                self._flush()
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            else:
+                await asyncio.sleep(0)
+
+
+class Batcher:
+    """Coalesces single-item submissions into batched admin requests."""
+
+    def __init__(self, admin: AdminClient, *, linger: float | None = None, max_records: int | None = None) -> None:
+        self.admin = admin
+        self._linger = admin.settings.linger if linger is None else linger
+        self._budget = admin.settings.batch_max_records if max_records is None else max_records
+        self._lanes: dict[str, _Lane[Any, Any, Any]] = {}
+
+    def _lane(self, name: str, send: Send[Any, Any, Any], cost: Callable[[Any], int] = one_record) -> _Lane[Any, Any, Any]:
+        lane = self._lanes.get(name)
+        if lane is None:
+            lane = self._lanes[name] = _Lane(name, send, cost, self._linger, self._budget)
+        return lane
+
+    @property
+    def stats(self) -> dict[str, LaneStats]:
+        return {name: lane.stats for name, lane in self._lanes.items()}
+
+    @property
+    def queue_depth(self) -> int:
+        return sum(lane.depth for lane in self._lanes.values())
+
+    async def drain(self) -> None:
+        await asyncio.gather(*(lane.drain() for lane in list(self._lanes.values())))
+
+    # --- one method per API ------------------------------------------------------------------
+
+    async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> ItemResult[CreatedTopic]:
+        async def send(items: list[tuple[str, NewTopic]]) -> Mapping[str, ItemResult[CreatedTopic]]:
+            return await self.admin.create_topics([t for _, t in items], validate_only=validate_only)
+
+        lane = self._lane(f"CreateTopics(validate_only={validate_only})", send, topic_records)
+        return await lane.submit(topic.name, topic)
+
+    async def delete_topic(self, name: str) -> ItemResult[None]:
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[None]]:
+            return await self.admin.delete_topics([n for n, _ in items])
+
+        return await self._lane("DeleteTopics", send).submit(name, None)
+
+    async def create_partitions(self, request: NewPartitions, *, validate_only: bool = False) -> ItemResult[None]:
+        async def send(items: list[tuple[str, NewPartitions]]) -> Mapping[str, ItemResult[None]]:
+            return await self.admin.create_partitions([r for _, r in items], validate_only=validate_only)
+
+        lane = self._lane(f"CreatePartitions(validate_only={validate_only})", send, partition_records)
+        return await lane.submit(request.topic, request)
+
+    async def alter_configs(
+        self, resource: ConfigResource, ops: tuple[AlterConfigOp, ...], *, validate_only: bool = False
+    ) -> ItemResult[None]:
+        async def send(items: list[tuple[ConfigResource, tuple[AlterConfigOp, ...]]]) -> Mapping[ConfigResource, ItemResult[None]]:
+            return await self.admin.incremental_alter_configs(items, validate_only=validate_only)
+
+        lane = self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
+        return await lane.submit(resource, tuple(ops))
+
+    async def describe_configs(self, resource: ConfigResource) -> ItemResult[dict[str, ConfigEntry]]:
+        async def send(items: list[tuple[ConfigResource, None]]) -> Mapping[ConfigResource, ItemResult[dict[str, ConfigEntry]]]:
+            return await self.admin.describe_configs([r for r, _ in items])
+
+        return await self._lane("DescribeConfigs", send).submit(resource, None)
+
+    async def describe_topic(self, name: str) -> ItemResult[TopicInfo]:
+        """Metadata for one topic; a window's topics share one Metadata request."""
+
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[TopicInfo]]:
+            return await self.admin.describe_topics([n for n, _ in items])
+
+        return await self._lane("Metadata", send).submit(name, None)
+
+    async def create_acl(self, binding: AclBinding) -> ItemResult[None]:
+        async def send(items: list[tuple[AclBinding, None]]) -> Mapping[AclBinding, ItemResult[None]]:
+            return await self.admin.create_acls([b for b, _ in items])
+
+        return await self._lane("CreateAcls", send).submit(binding, None)
+
+    async def delete_acls(self, filter_: AclBindingFilter) -> ItemResult[tuple[AclBinding, ...]]:
+        async def send(items: list[tuple[AclBindingFilter, None]]) -> Mapping[AclBindingFilter, ItemResult[tuple[AclBinding, ...]]]:
+            return await self.admin.delete_acls([f for f, _ in items])
+
+        return await self._lane("DeleteAcls", send).submit(filter_, None)
