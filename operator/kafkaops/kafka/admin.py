@@ -276,7 +276,7 @@ class AdminClient:
 
     async def _execute_chunk(self, call: _Call[K, V, R], chunk: dict[K, V]) -> _Progress[K, R]:
         progress: _Progress[K, R] = _Progress({}, set())
-        backoff = wait_exponential_jitter(initial=self.settings.retry_backoff, max=self.settings.retry_backoff_max)
+        backoff = wait_exponential_jitter(multiplier=self.settings.retry_backoff, max=self.settings.retry_backoff_max, jitter=self.settings.retry_backoff)
 
         def wait(state: RetryCallState) -> float:
             return max(progress.throttle, backoff(state))

@@ -227,7 +227,7 @@ class BrokerPool:
     async def _open(self, host: str, port: int, node_id: int) -> BrokerConnection:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self._settings.connect_attempts),
-            wait=wait_exponential_jitter(initial=self._settings.retry_backoff, max=self._settings.retry_backoff_max),
+            wait=wait_exponential_jitter(multiplier=self._settings.retry_backoff, max=self._settings.retry_backoff_max, jitter=self._settings.retry_backoff),
             retry=retry_if_exception_type(KafkaConnectionError),
             reraise=True,
         )

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 _SIZE = struct.Struct(">i")
@@ -39,7 +40,7 @@ def _unwrap_optional(tp: Any) -> Any:
 
 @functools.cache
 def _field_plan(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, nested entity class or None, is_tuple) for each field of ``cls``."""
+    """(name, nested entity class / ErrorCode / None, is_tuple) for each field of ``cls``."""
     plan = []
     for f in dataclasses.fields(cls):
         tp = _unwrap_optional(f.type)
@@ -48,6 +49,8 @@ def _field_plan(cls: type) -> tuple[tuple[str, Any, bool], ...]:
             plan.append((f.name, inner if dataclasses.is_dataclass(inner) else None, True))
         elif dataclasses.is_dataclass(tp):
             plan.append((f.name, tp, False))
+        elif tp is ErrorCode:
+            plan.append((f.name, ErrorCode, False))
         else:
             plan.append((f.name, None, False))
     return tuple(plan)
@@ -59,7 +62,7 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
     Keys the chosen version does not have are ignored, so callers describe a
     message once and it is encoded at whatever version was negotiated. Nested
     entities are given as mappings (or lists of mappings) and built with the
-    nested class of that same version.
+    nested class of that same version; error codes may be given as ints.
     """
     kwargs: dict[str, Any] = {}
     for name, nested, is_tuple in _field_plan(cls):
@@ -72,6 +75,8 @@ def build(cls: type, data: Mapping[str, Any]) -> Any:
                     build(nested, item) if nested is not None and isinstance(item, Mapping) else item
                     for item in value
                 )
+            elif nested is ErrorCode:
+                value = ErrorCode(int(value))
             elif nested is not None and isinstance(value, Mapping):
                 value = build(nested, value)
         kwargs[name] = value

@@ -1,0 +1,84 @@
+"""Batcher windows: many callers, one call per window, each caller its own result."""
+
+import asyncio
+
+from kafkaops.kafka.batcher import _Lane
+from kafkaops.kafka.errors import KafkaError, UnsupportedFeature
+from kafkaops.kafka.models import ItemResult
+
+
+class RecordingSendDouble:
+    """A lane's send function that answers like a broker and records each batch."""
+
+    def __init__(self, delay: float = 0.0, fail_keys=()):
+        self.batches: list[list[tuple[str, int]]] = []
+        self.delay = delay
+        self.fail_keys = set(fail_keys)
+
+    async def __call__(self, items):
+        self.batches.append(list(items))
+        await asyncio.sleep(self.delay)
+        out = {}
+        for key, value in items:
+            if key in self.fail_keys:
+                out[key] = ItemResult(None, KafkaError.from_code(17, f"bad {key}"))
+            else:
+                out[key] = ItemResult(value * 10)
+        return out
+
+
+async def test_concurrent_callers_share_one_batch_and_get_their_own_results():
+    send = RecordingSendDouble(fail_keys={"k3"})
+    lane = _Lane("test", send, lambda v: 1, linger=0.02, budget=10_000)
+    results = await asyncio.gather(*(lane.submit(f"k{i}", i) for i in range(1000)))
+    assert len(send.batches) == 1 and len(send.batches[0]) == 1000
+    assert results[5] == ItemResult(50)
+    assert results[3].error.name == "INVALID_TOPIC_EXCEPTION" and results[4].ok
+
+
+async def test_budget_flushes_before_the_linger_expires():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 10, linger=30.0, budget=100)
+    results = await asyncio.wait_for(asyncio.gather(*(lane.submit(f"k{i}", i) for i in range(30))), timeout=5)
+    assert [len(b) for b in send.batches] == [10, 10, 10]
+    assert all(r.ok for r in results)
+
+
+async def test_duplicate_key_in_a_window_last_wins_and_both_callers_see_it():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.01, budget=10_000)
+    first, second = await asyncio.gather(lane.submit("t", 1), lane.submit("t", 2))
+    assert send.batches == [[("t", 2)]]
+    assert first == second == ItemResult(20)
+
+
+async def test_a_key_in_flight_waits_for_the_next_window():
+    send = RecordingSendDouble(delay=0.05)
+    lane = _Lane("test", send, lambda v: 1, linger=0.01, budget=10_000)
+    first = asyncio.ensure_future(lane.submit("t", 1))
+    await asyncio.sleep(0.03)  # first batch is now in flight
+    second = asyncio.ensure_future(lane.submit("t", 2))
+    other = asyncio.ensure_future(lane.submit("u", 3))
+    await asyncio.gather(first, second, other)
+    assert send.batches[0] == [("t", 1)]
+    assert ("u", 3) in send.batches[1] and ("t", 2) not in send.batches[1]
+    assert send.batches[2] == [("t", 2)]
+    assert second.result() == ItemResult(20)
+
+
+async def test_a_failed_call_reaches_every_caller():
+    async def unsupported(items):
+        raise UnsupportedFeature("ElectLeaders", 43, 1, None, (0, 2))
+
+    lane = _Lane("test", unsupported, lambda v: 1, linger=0.01, budget=10_000)
+    results = await asyncio.gather(lane.submit("a", 1), lane.submit("b", 2), return_exceptions=True)
+    assert all(isinstance(r, UnsupportedFeature) for r in results)
+
+
+async def test_a_result_missing_from_the_answer_is_an_error_not_a_drop():
+    async def forgetful(items):
+        return {}
+
+    lane = _Lane("test", forgetful, lambda v: 1, linger=0.0, budget=10_000)
+    result = await lane.submit("a", 1)
+    assert result.error is not None and "no result for a" in result.error.message
