@@ -315,9 +315,13 @@ class AdminClient:
         call: _Call[str, None, Any] = _Call(api, route, lambda _p: encode(), lambda r, _p: {m.WHOLE: decode(r)})
         results, _ = await self._execute(call, [(m.WHOLE, None)])
         result = results[m.WHOLE]
-        if result.error is not None:
-            raise KafkaRequestError(api.title, result.error)
-        return result.value
+        if result.error is None:
+            return result.value
+        if result.error.code == ErrorCode.network_exception:
+            raise KafkaConnectionError(f"{api.title} failed after retries: {result.error.message}")
+        if result.error.code == ErrorCode.request_timed_out:
+            raise RequestTimedOut(f"{api.title} failed after retries: {result.error.message}")
+        raise KafkaRequestError(api.title, result.error)
 
     # --- topics ----------------------------------------------------------------------------------
 
