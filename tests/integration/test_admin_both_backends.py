@@ -1,4 +1,7 @@
-"""The admin client against noida-db, a real, independently written Kafka-protocol server."""
+"""The admin client against both backends: noida-db (a real, independently
+written Kafka-protocol server) and the fake cluster double configured like it
+(one broker, no authorizer, no reassignment or election APIs). Running the same
+assertions on both keeps the double honest."""
 
 from __future__ import annotations
 
@@ -26,20 +29,32 @@ from kafkaops.kafka import (
     UnsupportedFeature,
 )
 
-pytestmark = pytest.mark.noida
+from kafkaops.testing.fake_cluster import FakeClusterDouble
+
+
+@pytest.fixture(params=["noida", "fake"])
+async def server(request):
+    """(bootstrap, host, port) of a one-broker cluster of either backend."""
+    if request.param == "noida":
+        noida = request.getfixturevalue("noida")
+        yield noida.bootstrap, noida.host, noida.port
+        return
+    async with FakeClusterDouble(brokers=1, acls_enabled=False, disabled_apis={43, 45, 46}) as cluster:
+        host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
+        yield cluster.bootstrap, host, int(port)
 
 
 @pytest.fixture
-async def admin(noida):
-    async with AdminClient.connect(noida.bootstrap, linger=0.02) as client:
+async def admin(server):
+    async with AdminClient.connect(server[0], linger=0.02) as client:
         yield client
 
 
-async def test_connect_reads_cluster_metadata(admin, noida):
+async def test_connect_reads_cluster_metadata(admin, server):
     meta = admin.cached_metadata
     assert meta.cluster_id and meta.controller_id in meta.brokers
     broker = meta.brokers[meta.controller_id]
-    assert (broker.host, broker.port) == (noida.host, noida.port)
+    assert (broker.host, broker.port) == server[1:]
     described = await admin.describe_cluster()
     assert described.cluster_id == meta.cluster_id and set(described.brokers) == set(meta.brokers)
     versions = await admin.api_versions()
