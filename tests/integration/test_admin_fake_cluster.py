@@ -29,7 +29,7 @@ def binding(name, op=AclOperation.READ, pattern=PatternType.LITERAL, principal="
 
 @pytest.fixture
 async def cluster():
-    async with FakeClusterDouble(brokers=3, racks=["a", "b", "c"]) as double:
+    async with FakeClusterDouble(brokers=3, racks=["a", "b", "c"], tick_interval=None) as double:
         yield double
 
 

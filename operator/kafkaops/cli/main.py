@@ -15,3 +15,12 @@ def cli() -> None:
 
 def main() -> None:
     cli()
+from kafkaops.cli.validate import validate
+from kafkaops.cli.crds import crds
+cli.add_command(validate)
+cli.add_command(crds)
+
+
+from kafkaops.cli.dev_cluster import dev_cluster  # noqa: E402
+
+cli.add_command(dev_cluster)

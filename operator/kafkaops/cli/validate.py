@@ -1,0 +1,65 @@
+"""`kafkaops validate PATH...`: check manifests without a cluster."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kafkaops.resources.issues import ValidationIssue
+from kafkaops.resources.validation import ValidatedSet, load_and_validate
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
+@click.option("--verbose", "-v", is_flag=True, help="Also list the documents that were skipped.")
+def validate(paths: tuple[str, ...], output: str, strict: bool, verbose: bool) -> None:
+    """Validate kafkaops manifests in PATHs (files, or directories searched for *.yaml/*.yml).
+
+    Checks each KafkaCluster, KafkaTopic, KafkaAcl and KafkaBrokerConfig against its
+    schema and Kafka's rules, and the set as a whole (duplicates, clusterRefs).
+    Documents of other API groups are skipped. Exit status 1 when there is an error.
+    """
+    result = load_and_validate(paths)
+    failed = bool(result.errors) or (strict and bool(result.warnings))
+    if output == "json":
+        click.echo(json.dumps(_as_json(result, failed), indent=2))
+    else:
+        _print_text(result, verbose)
+    raise SystemExit(1 if failed else 0)
+
+
+def _as_json(result: ValidatedSet, failed: bool) -> dict[str, object]:
+    return {
+        "valid": not failed,
+        "errors": [issue.to_dict() for issue in result.errors],
+        "warnings": [issue.to_dict() for issue in result.warnings],
+        "resources": result.documents,
+        "validResources": len(result.valid),
+        "files": len(result.files),
+        "skipped": [{"file": note.file, "index": note.index, "message": note.message} for note in result.notes],
+    }
+
+
+def _print_text(result: ValidatedSet, verbose: bool) -> None:
+    # One line per issue, `file[index] kind/name: path: reason (Rule)`: errors first, then warnings
+    # (coloured on a terminal; --output json carries the severity explicitly).
+    for issue in (*result.errors, *result.warnings):
+        click.echo(_line(issue))
+    if verbose:
+        for note in result.notes:
+            click.echo(click.style(f"note: {note}", dim=True))
+    errors, warnings = len(result.errors), len(result.warnings)
+    summary = (f"{result.documents} resource{'s' if result.documents != 1 else ''} in {len(result.files)} "
+               f"file{'s' if len(result.files) != 1 else ''}: {len(result.valid)} valid, {len(result.invalid)} invalid; "
+               f"{errors} error{'s' if errors != 1 else ''}, {warnings} warning{'s' if warnings != 1 else ''}")
+    if result.notes:
+        summary += f"; {len(result.notes)} document{'s' if len(result.notes) != 1 else ''} skipped"
+    click.echo(click.style(summary, fg="red" if errors else ("yellow" if warnings else "green")))
+
+
+def _line(issue: ValidationIssue) -> str:
+    return click.style(str(issue), fg="red" if issue.is_error else "yellow")

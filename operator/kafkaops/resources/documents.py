@@ -1,0 +1,56 @@
+"""Source (where a resource came from) and Document (a raw kafkaops manifest and its source)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Source:
+    """Where a resource came from: a file and the 0-based index of the YAML document in it
+    (file is None for an object read from Kubernetes), plus the object's kind, namespace and name.
+    Every model, issue and outcome carries one so that it can be named."""
+
+    file: str | None
+    index: int
+    kind: str
+    namespace: str | None
+    name: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}[{self.index}] " if self.file is not None else ""
+        namespace = f"{self.namespace}/" if self.namespace else ""
+        return f"{where}{self.kind}/{namespace}{self.name or '<unnamed>'}"
+
+
+ResourceRef = Source
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Document:
+    """One kafkaops manifest as loaded, not yet validated.
+
+    `lines` maps field paths (as in ValidationIssue.path) to 1-based line numbers
+    when the document came from YAML text.
+    """
+
+    source: Source
+    body: Mapping[str, Any]
+    line: int | None = None
+    lines: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return self.source.kind
+
+    def line_of(self, path: str) -> int | None:
+        """The line of `path`, or of its nearest parent that has one."""
+        while True:
+            if path in self.lines:
+                return self.lines[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            if cut <= 0:
+                return self.lines.get(path, self.line)
+            path = path[:cut]

@@ -1,0 +1,97 @@
+"""ValidationIssue: one problem with one document, named by file, index, field path and rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafkaops.resources.documents import Source
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationIssue:
+    """A problem found in a manifest.
+
+    `path` is the field path (`spec.config.retention.ms`, `spec.acls[2].operations[1]`;
+    empty for the document as a whole); `rule` a short CamelCase name that also
+    serves as a Kubernetes condition reason. `source` ties the issue to its
+    document when there is one (a YAML syntax error has none).
+    """
+
+    severity: Severity
+    file: str | None
+    index: int | None
+    kind: str | None
+    name: str | None
+    path: str
+    reason: str
+    rule: str
+    line: int | None = None
+    source: Source | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == Severity.ERROR
+
+    @property
+    def location(self) -> str:
+        where = self.file or "<object>"
+        if self.index is not None:
+            where += f"[{self.index}]"
+        if self.kind or self.name:
+            where += f" {self.kind or '?'}/{self.name or '<unnamed>'}"
+        return where
+
+    def __str__(self) -> str:
+        middle = f"{self.path}: " if self.path else ""
+        return f"{self.location}: {middle}{self.reason} ({self.rule})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "severity": str(self.severity),
+            "file": self.file,
+            "index": self.index,
+            "line": self.line,
+            "kind": self.kind,
+            "namespace": self.source.namespace if self.source else None,
+            "name": self.name,
+            "path": self.path,
+            "reason": self.reason,
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a rule reports about one document, before it is tied to the document's source."""
+
+    path: str
+    reason: str
+    rule: str
+    severity: Severity = Severity.ERROR
+
+
+def error(path: str, reason: str, rule: str) -> Finding:
+    return Finding(path, reason, rule, Severity.ERROR)
+
+
+def warning(path: str, reason: str, rule: str) -> Finding:
+    return Finding(path, reason, rule, Severity.WARNING)
+
+
+def join_path(base: str, *parts: str | int) -> str:
+    """`join_path("spec", "acls", 2, "operations")` -> `spec.acls[2].operations`."""
+    out = base
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    return out

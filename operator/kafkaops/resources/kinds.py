@@ -1,0 +1,46 @@
+"""The kafkaops.io API group: its version and the four kinds, with their names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+API_GROUP = "kafkaops.io"
+API_VERSION = "v1alpha1"
+GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
+CATEGORY = "kafka"
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    """One kind: the names Kubernetes knows it by and the JSON Schema that defines it."""
+
+    kind: str
+    plural: str
+    singular: str
+    short_names: tuple[str, ...]
+    schema_file: str
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{API_GROUP}"
+
+
+KAFKA_CLUSTER = "KafkaCluster"
+KAFKA_TOPIC = "KafkaTopic"
+KAFKA_ACL = "KafkaAcl"
+KAFKA_BROKER_CONFIG = "KafkaBrokerConfig"
+
+KINDS: dict[str, KindInfo] = {
+    info.kind: info
+    for info in (
+        KindInfo(KAFKA_CLUSTER, "kafkaclusters", "kafkacluster", ("kc",), "kafkacluster.json"),
+        KindInfo(KAFKA_TOPIC, "kafkatopics", "kafkatopic", ("kt",), "kafkatopic.json"),
+        KindInfo(KAFKA_ACL, "kafkaacls", "kafkaacl", ("kacl",), "kafkaacl.json"),
+        KindInfo(KAFKA_BROKER_CONFIG, "kafkabrokerconfigs", "kafkabrokerconfig", ("kbc",), "kafkabrokerconfig.json"),
+    )
+}
+
+
+def is_kafkaops_api_version(api_version: object) -> bool:
+    """True for any version of the kafkaops.io group (supported or not)."""
+    return isinstance(api_version, str) and api_version.split("/", 1)[0] == API_GROUP
