@@ -124,3 +124,18 @@ async def test_sasl_scram_end_to_end_and_wrong_password():
         with pytest.raises(AuthenticationFailed) as info:
             await AdminClient.connect(cluster.bootstrap, security=bad, connect_attempts=1)
         assert "wrong-pass-xyz" not in str(info.value)
+
+
+async def test_append_and_subtract_on_list_configs(admin):
+    from kafkaops.kafka import AlterConfigOp, AlterOp
+
+    await admin.create_topics([NewTopic("listy", 1, 1, {"cleanup.policy": "delete"})])
+    resource = ConfigResource.topic("listy")
+    appended = await admin.incremental_alter_configs({resource: [AlterConfigOp("cleanup.policy", "compact", AlterOp.APPEND)]})
+    assert appended[resource].ok, appended[resource].error
+    value = (await admin.describe_configs([resource], keys=["cleanup.policy"]))[resource].value["cleanup.policy"].value
+    assert set(value.split(",")) == {"delete", "compact"}
+    subtracted = await admin.incremental_alter_configs({resource: [AlterConfigOp("cleanup.policy", "delete", AlterOp.SUBTRACT)]})
+    assert subtracted[resource].ok, subtracted[resource].error
+    value = (await admin.describe_configs([resource], keys=["cleanup.policy"]))[resource].value["cleanup.policy"].value
+    assert value == "compact"

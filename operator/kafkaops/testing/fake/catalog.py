@@ -33,15 +33,7 @@ class ConfigType(enum.IntEnum):
     PASSWORD = 9
 
 
-class ConfigSource(enum.IntEnum):
-    """DescribeConfigs config_source / synonym source."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
+from kafkaops.kafka.models import ConfigSource  # noqa: E402  (DescribeConfigs config_source values)
 
 
 class Dynamic(enum.Enum):
