@@ -197,7 +197,7 @@ class AdminClient:
                 Api.DESCRIBE_CLUSTER,
                 Route.ANY,
                 lambda: {"include_cluster_authorized_operations": False},
-                lambda r: m._result(m.decode_describe_cluster(r), r.error_code, r.error_message),
+                m.decode_describe_cluster,
             )
         meta = await self.refresh_metadata()
         return ClusterDescription(meta.cluster_id, meta.controller_id, meta.brokers)

@@ -122,9 +122,10 @@ def decode_metadata(response: Any) -> ClusterMetadata:
     )
 
 
-def decode_describe_cluster(response: Any) -> ClusterDescription:
+def decode_describe_cluster(response: Any) -> ItemResult[ClusterDescription]:
     brokers = {b.broker_id: BrokerInfo(int(b.broker_id), b.host, int(b.port), b.rack) for b in response.brokers}
-    return ClusterDescription(response.cluster_id, int(response.controller_id), brokers)
+    description = ClusterDescription(response.cluster_id, int(response.controller_id), brokers)
+    return _result(description, response.error_code, response.error_message)
 
 
 # --- Topics ----------------------------------------------------------------------------
