@@ -52,6 +52,10 @@ class ClientSettings:
     # The Batcher.
     linger: float = 0.05
     batch_max_records: int = 10_000
+    # The reconcile engine's completion polling (batched Metadata/DescribeConfigs rounds).
+    wait_timeout: float = 120.0
+    wait_poll_min: float = 0.05
+    wait_poll_max: float = 2.0
 
     def __post_init__(self) -> None:
         if not self.bootstrap:

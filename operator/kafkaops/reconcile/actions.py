@@ -1,0 +1,163 @@
+"""The plan's vocabulary: per-resource plans made of steps (one admin item each),
+field changes to show people, and problems that stop a resource.
+
+Every step is tied to the resource it serves (`ResourcePlan.source`), so a
+per-item result from a batched request finds its way back to one resource.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeAlias
+
+from kafkaops.kafka import AlterConfigOp, ConfigResource, NewPartitions, NewTopic
+from kafkaops.resources.acl import AclBinding
+from kafkaops.resources.documents import Source
+
+
+class Action(StrEnum):
+    """What a resource's plan does, headline first (the fleet pipeline uses the same names)."""
+
+    NONE = "none"
+    CREATE = "create"
+    UPDATE = "update"
+    PARTITION_INCREASE = "partition-increase"
+    REPLICA_CHANGE = "replica-change"
+    DELETE = "delete"
+
+
+# --- steps: one admin item each ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopic:
+    topic: NewTopic
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitions:
+    request: NewPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigs:
+    resource: ConfigResource
+    ops: tuple[AlterConfigOp, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAcls:
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAcls:
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeReplicas:
+    """A replication-factor or assignment change: planned and shown; executed by partition
+    reassignment (not by this engine's apply yet)."""
+
+    topic: str
+    target: tuple[tuple[int, ...], ...] | None  # None: a new replication factor, placement to compute
+    replication_factor: int
+
+
+Step: TypeAlias = CreateTopic | CreatePartitions | AlterConfigs | DeleteAcls | CreateAcls | DeleteTopic | ChangeReplicas
+
+
+# --- what people see -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """`field` goes from `old` to `new` (None: absent). Sensitive values are never kept."""
+
+    field: str
+    old: str | None
+    new: str | None
+    sensitive: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sensitive:
+            object.__setattr__(self, "old", None if self.old is None else "(sensitive)")
+            object.__setattr__(self, "new", None if self.new is None else "(sensitive)")
+
+    def __str__(self) -> str:
+        if self.old is None:
+            return f"{self.field}: + {self.new}"
+        if self.new is None:
+            return f"{self.field}: - {self.old}"
+        return f"{self.field}: {self.old} -> {self.new}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why a resource cannot (or could not) reach its desired state.
+
+    `reason` is a Kafka error name (TOPIC_AUTHORIZATION_FAILED) or a rule name
+    (PartitionDecrease); `retriable` problems may go away by themselves.
+    """
+
+    reason: str
+    message: str
+    retriable: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourcePlan:
+    """One resource's part of a plan."""
+
+    source: Source
+    kind: str
+    name: str  # the Kafka-side name: topic, principal, "brokers/<id>" or "brokers/default"
+    action: Action
+    changes: tuple[FieldChange, ...] = ()
+    steps: tuple[Step, ...] = ()
+    problem: Problem | None = None  # set: nothing of this resource is applied
+    # For topics and broker configs: the ownership entry (ownership.py) and the config keys it
+    # owns once applied.
+    owner: str | None = None
+    owned_keys: frozenset[str] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Something to do or to report."""
+        return self.action is not Action.NONE or self.problem is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    cluster: str
+    resources: tuple[ResourcePlan, ...]
+    notes: tuple[str, ...] = ()
+    cluster_id: str | None = field(default=None, compare=False)
+
+    @property
+    def pending(self) -> tuple[ResourcePlan, ...]:
+        return tuple(r for r in self.resources if r.pending)
+
+    @property
+    def has_changes(self) -> bool:
+        return any(r.action is not Action.NONE for r in self.resources)
+
+    @property
+    def problems(self) -> tuple[ResourcePlan, ...]:
+        return tuple(r for r in self.resources if r.problem is not None)
+
+    def counts(self) -> dict[str, int]:
+        counts = Counter(r.action.value for r in self.resources if r.problem is None)
+        counts["problem"] = len(self.problems)
+        return dict(counts)

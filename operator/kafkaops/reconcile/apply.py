@@ -1,0 +1,149 @@
+"""apply: run each resource's steps through the cluster's Batcher.
+
+Resources run concurrently and their single items coalesce into batched
+requests (one CreateTopics for thousands of topics); steps of one resource
+run in order (ACL deletions before creations, new partitions before
+configs). A failed step stops the rest of its resource only: one bad item
+never stops the others. A resource with a planned problem sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafkaops.kafka import Batcher, ItemResult, KafkaError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError, KafkaRequestError, UnsupportedFeature
+from kafkaops.reconcile.acls import exact_filter, to_wire
+from kafkaops.reconcile.actions import (
+    AlterConfigs,
+    ChangeReplicas,
+    CreateAcls,
+    CreatePartitions,
+    CreateTopic,
+    DeleteAcls,
+    DeleteTopic,
+    Problem,
+    ResourcePlan,
+    Step,
+)
+
+REPLICA_CHANGE_NOT_APPLIED = "ReplicaChangeNotApplied"
+Progress = Callable[[ResourcePlan], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What applying one resource's plan did: the steps that succeeded, and the problem that stopped it."""
+
+    plan: ResourcePlan
+    done: tuple[Step, ...] = ()
+    problem: Problem | None = None
+    notes: tuple[str, ...] = ()
+
+
+def describe_step(step: Step) -> str:
+    match step:
+        case CreateTopic(topic):
+            return f"CreateTopics({topic.name})"
+        case CreatePartitions(request):
+            return f"CreatePartitions({request.topic} -> {request.total_count})"
+        case AlterConfigs(resource, ops):
+            keys = ", ".join(f"{op.op.name} {op.name}" for op in ops)
+            return f"IncrementalAlterConfigs({resource.type.name.lower()} {resource.name or 'default'}: {keys})"
+        case DeleteAcls(bindings):
+            return f"DeleteAcls({len(bindings)} binding(s))"
+        case CreateAcls(bindings):
+            return f"CreateAcls({len(bindings)} binding(s))"
+        case DeleteTopic(name):
+            return f"DeleteTopics({name})"
+        case ChangeReplicas(topic, _target, rf):
+            return f"replica change of {topic} (replication factor {rf})"
+    raise TypeError(step)
+
+
+def _problem(step: Step, error: KafkaError) -> Problem:
+    detail = f": {error.message}" if error.message else ""
+    return Problem(error.name, f"{describe_step(step)} failed with {error.name}{detail}", error.retriable)
+
+
+def problem_from_exception(exc: KafkaOpsError, what: str) -> Problem:
+    """A client-level failure (cluster unreachable, timed out after retries, API unsupported) as a Problem."""
+    if isinstance(exc, UnsupportedFeature):
+        return Problem("UnsupportedFeature", f"{what}: {exc}")
+    if isinstance(exc, KafkaRequestError):
+        return Problem(exc.error.name, f"{what}: {exc}", exc.error.retriable)
+    if isinstance(exc, AuthenticationFailed):
+        return Problem("AuthenticationFailed", f"{what}: {exc}")
+    return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
+
+
+def _first_error(results: list[ItemResult]) -> KafkaError | None:
+    return next((r.error for r in results if r.error is not None), None)
+
+
+async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaError | Problem | str | None:
+    """None on success; a KafkaError or Problem on failure; a str when the step was skipped (why)."""
+    match step:
+        case CreateTopic(topic):
+            return (await batcher.create_topic(topic, validate_only=validate_only)).error
+        case CreatePartitions(request):
+            return (await batcher.create_partitions(request, validate_only=validate_only)).error
+        case AlterConfigs(resource, ops):
+            return (await batcher.alter_configs(resource, ops, validate_only=validate_only)).error
+        case DeleteAcls(bindings):
+            if validate_only:
+                return "not validated: DeleteAcls has no validate-only mode"
+            return _first_error(await asyncio.gather(*(batcher.delete_acls(exact_filter(b)) for b in bindings)))
+        case CreateAcls(bindings):
+            if validate_only:
+                return "not validated: CreateAcls has no validate-only mode"
+            return _first_error(await asyncio.gather(*(batcher.create_acl(to_wire(b)) for b in bindings)))
+        case DeleteTopic(name):
+            if validate_only:
+                return "not validated: DeleteTopics has no validate-only mode"
+            return (await batcher.delete_topic(name)).error
+        case ChangeReplicas(topic, _target, rf):
+            return Problem(
+                REPLICA_CHANGE_NOT_APPLIED,
+                f"topic {topic!r}: changing the replication factor to {rf} or the replica assignment needs a "
+                "partition reassignment, which this apply plans but does not run; the other changes were applied",
+            )
+    raise TypeError(step)
+
+
+async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bool = False) -> Applied:
+    if plan.problem is not None:
+        return Applied(plan, problem=plan.problem)
+    done: list[Step] = []
+    notes: list[str] = []
+    for step in plan.steps:
+        try:
+            outcome = await run_step(batcher, step, validate_only)
+        except KafkaOpsError as exc:
+            return Applied(plan, tuple(done), problem_from_exception(exc, describe_step(step)), tuple(notes))
+        if isinstance(outcome, KafkaError):
+            return Applied(plan, tuple(done), _problem(step, outcome), tuple(notes))
+        if isinstance(outcome, Problem):
+            return Applied(plan, tuple(done), outcome, tuple(notes))
+        if isinstance(outcome, str):
+            notes.append(f"{describe_step(step)}: {outcome}")
+            continue
+        done.append(step)
+    return Applied(plan, tuple(done), None, tuple(notes))
+
+
+async def apply_plans(
+    batcher: Batcher, plans: tuple[ResourcePlan, ...], *, validate_only: bool = False, progress: Progress | None = None
+) -> list[Applied]:
+    """Apply every resource's plan concurrently; results in the plans' order."""
+
+    async def one(plan: ResourcePlan) -> Applied:
+        try:
+            return await apply_resource(batcher, plan, validate_only)
+        finally:
+            if progress is not None:
+                progress(plan)
+
+    return list(await asyncio.gather(*(one(p) for p in plans)))

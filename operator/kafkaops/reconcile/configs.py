@@ -1,0 +1,34 @@
+"""Config values: Kafka-aware equality and sensitivity. Pure."""
+
+from __future__ import annotations
+
+import re
+
+from kafkaops.reconcile.observed import ObservedConfig
+
+# Keys whose value is a comma list where order does not matter.
+_LIST_KEYS = re.compile(r"(^cleanup\.policy$|^log\.cleanup\.policy$|replication\.throttled\.replicas$)")
+# Names that hold secrets even when a broker does not flag them (defence in depth).
+_SENSITIVE_NAME = re.compile(r"(password|secret|jaas|credential|token|\.key$|private)", re.IGNORECASE)
+
+
+def is_sensitive(key: str, observed: ObservedConfig | None = None) -> bool:
+    return bool(_SENSITIVE_NAME.search(key)) or (observed is not None and observed.sensitive)
+
+
+def values_equal(key: str, desired: str, observed: str | None) -> bool:
+    """Whether Kafka holds `desired` for `key`, allowing for Kafka's spellings
+    (list order, `1.0` vs `1`, `TRUE` vs `true`)."""
+    if observed is None:
+        return False
+    a, b = desired.strip(), observed.strip()
+    if a == b:
+        return True
+    if _LIST_KEYS.search(key):
+        return sorted(x.strip() for x in a.split(",") if x.strip()) == sorted(x.strip() for x in b.split(",") if x.strip())
+    if a.lower() in ("true", "false") or b.lower() in ("true", "false"):
+        return a.lower() == b.lower()
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False

@@ -1,0 +1,151 @@
+"""The engine: observe -> plan -> apply -> wait -> an outcome per resource.
+
+    engine = Engine(batcher, ownership=FileOwnershipStore(path), cluster="prod")
+    planned = await engine.plan(desired, RunOptions(prune=True))   # read-only
+    report = await engine.apply(planned, RunOptions(prune=True))    # changes Kafka
+
+The CLI runs one engine per cluster; the operator holds one per KafkaCluster
+and calls it from many handlers at once, which is why every request goes
+through the shared Batcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kafkaops.kafka import AlterOp, Batcher
+from kafkaops.reconcile.actions import Action, AlterConfigs, CreateTopic, DeleteTopic, Plan, ResourcePlan
+from kafkaops.reconcile.apply import Applied, Progress, apply_plans
+from kafkaops.reconcile.configs import is_sensitive
+from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.observe import ObserveScope, observe
+from kafkaops.reconcile.observed import ObservedState
+from kafkaops.reconcile.outcome import Outcome, Report, State
+from kafkaops.reconcile.ownership import NoOwnershipStore, Ownership, OwnershipStore, fingerprint
+from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan
+from kafkaops.reconcile.wait import expectations, wait_for
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    prune: bool = False
+    validate_only: bool = False
+    wait: bool = True
+    # Read every topic name (needed to prune and to report undeclared topics); the operator's
+    # per-resource reconciles read only their own topics.
+    all_topics: bool = True
+    protected_topics: str = DEFAULT_PROTECTED_TOPICS
+
+    @property
+    def plan_options(self) -> PlanOptions:
+        return PlanOptions(self.prune, self.protected_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A plan with what it was made from (apply needs the ownership it was planned against)."""
+
+    plan: Plan
+    observed: ObservedState
+    ownership: Ownership
+    state_key: str
+
+
+class Engine:
+    def __init__(self, batcher: Batcher, *, ownership: OwnershipStore | None = None, cluster: str = "") -> None:
+        self.batcher = batcher
+        self.store: OwnershipStore = ownership or NoOwnershipStore()
+        self.cluster = cluster
+
+    def _requests(self) -> dict[str, int]:
+        return dict(self.batcher.admin.requests_by_api)
+
+    async def observe(self, desired: DesiredState, *, all_topics: bool = False) -> ObservedState:
+        return await observe(self.batcher, ObserveScope.for_desired(desired, all_topics=all_topics))
+
+    async def plan(self, desired: DesiredState, options: RunOptions = RunOptions()) -> Planned:
+        observed = await self.observe(desired, all_topics=options.all_topics or options.prune)
+        key = observed.cluster_id or self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
+        ownership = self.store.load(key)
+        made = plan(desired, observed, ownership, options.plan_options, self.cluster)
+        return Planned(made, observed, ownership, key)
+
+    async def apply(self, planned: Planned, options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
+        started = time.monotonic()
+        before = self._requests()
+        pending = planned.plan.pending
+        applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress)
+        waited: dict = {}
+        if options.wait and not options.validate_only:
+            waited = await wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+        by_source = {a.plan.source: a for a in applied}
+        outcomes = tuple(
+            _outcome(r, by_source.get(r.source), waited.get(r.source), options.validate_only) for r in planned.plan.resources
+        )
+        if not options.validate_only:
+            changes = ownership_changes(planned.ownership, applied)
+            if changes:
+                self.store.save(planned.state_key, planned.ownership.updated(changes))
+        after = self._requests()
+        sent = {api: after[api] - before.get(api, 0) for api in after if after[api] != before.get(api, 0)}
+        return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started)
+
+    async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
+                        progress: Progress | None = None) -> Report:
+        return await self.apply(await self.plan(desired, options), options, progress)
+
+
+def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool) -> Outcome:
+    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
+                changes=resource.changes)
+    if applied is None:  # nothing to do
+        return Outcome(state=State.UNCHANGED, **base)  # type: ignore[arg-type]
+    notes = applied.notes
+    if applied.problem is not None:
+        if applied.done:
+            notes = notes + (f"{len(applied.done)} of {len(resource.steps)} step(s) were applied before it stopped",)
+        return Outcome(state=State.FAILED, problem=applied.problem, notes=notes, **base)  # type: ignore[arg-type]
+    if resource.action is Action.NONE:
+        return Outcome(state=State.UNCHANGED, notes=notes, **base)  # type: ignore[arg-type]
+    if validate_only:
+        return Outcome(state=State.VALIDATED, notes=notes, **base)  # type: ignore[arg-type]
+    if waited is not None:
+        return Outcome(state=State.FAILED, problem=waited, notes=notes, **base)  # type: ignore[arg-type]
+    return Outcome(state=State.APPLIED, notes=notes, **base)  # type: ignore[arg-type]
+
+
+def ownership_changes(old: Ownership, applied: list[Applied]) -> dict[str, Mapping[str, str | None] | None]:
+    """The new ownership entries after an apply: the keys each resource declares (with fresh
+    fingerprints for sensitive values it set); keys kept when a reset did not happen; owners of
+    deleted topics forgotten. Resources refused before any step leave their entry alone."""
+    changes: dict[str, Mapping[str, str | None] | None] = {}
+    for item in applied:
+        resource = item.plan
+        if resource.owner is None or (resource.problem is not None):
+            continue
+        if any(isinstance(step, DeleteTopic) for step in item.done):
+            changes[resource.owner] = None
+            continue
+        if resource.owned_keys is None:
+            continue
+        previous = old.owners.get(resource.owner, {})
+        values_set: dict[str, str] = {}
+        for step in item.done:
+            if isinstance(step, CreateTopic):
+                values_set.update(step.topic.configs)
+            elif isinstance(step, AlterConfigs):
+                values_set.update({op.name: op.value for op in step.ops if op.op is AlterOp.SET and op.value is not None})
+        entry: dict[str, str | None] = {}
+        for key in resource.owned_keys:
+            if is_sensitive(key):
+                entry[key] = fingerprint(values_set[key]) if key in values_set else previous.get(key)
+            else:
+                entry[key] = None
+        if item.problem is not None:  # stopped midway: resets not done are still ours to do
+            for key, value in previous.items():
+                entry.setdefault(key, value)
+        if dict(previous) != entry:
+            changes[resource.owner] = entry
+    return changes

@@ -1,0 +1,173 @@
+"""observe: read what the plan needs from a cluster, in bulk.
+
+One Metadata request for the topics in scope (every topic when pruning or
+exporting), one batched DescribeConfigs for their configs (the Batcher splits
+by record budget and broker), one DescribeAcls for every binding, one
+DescribeConfigs per broker-scoped config resource, and one
+ListPartitionReassignments. Reads go through the cluster's Batcher, so that
+concurrent reconciles (the operator's handlers) share requests.
+
+A read that fails is recorded next to what it concerns (ObservedState's
+`*_error` fields): only the resources that needed it fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+
+from kafkaops.kafka import (
+    AclBindingFilter,
+    Batcher,
+    ConfigResource,
+    KafkaError,
+    KafkaRequestError,
+    TopicInfo,
+    UnsupportedFeature,
+)
+from kafkaops.kafka.errors import ErrorCode
+from kafkaops.reconcile.acls import from_wire
+from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.observed import ObservedBroker, ObservedConfig, ObservedState, ObservedTopic, broker_key
+
+_UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveScope:
+    """What to read. `topics` None: every topic in the cluster (prune, export)."""
+
+    topics: frozenset[str] | None = frozenset()
+    # Whose configs to read: these topics (when they exist); None: every topic read.
+    topic_configs: frozenset[str] | None = frozenset()
+    acls: bool = False
+    broker_keys: frozenset[str] = frozenset()
+    reassignments: bool = True
+
+    @classmethod
+    def for_desired(cls, desired: DesiredState, *, all_topics: bool = False) -> ObserveScope:
+        return cls(
+            topics=None if all_topics else desired.topic_names,
+            topic_configs=desired.topic_names,
+            acls=bool(desired.acls),
+            broker_keys=frozenset(broker_key(b.broker_id) for b in desired.broker_configs),
+            reassignments=bool(desired.topics),
+        )
+
+
+async def observe(batcher: Batcher, scope: ObserveScope) -> ObservedState:
+    admin = batcher.admin
+    topics_task = asyncio.ensure_future(_read_topics(batcher, scope))
+    acls_task = asyncio.ensure_future(_read_acls(batcher) if scope.acls else _nothing((None, None)))
+    brokers_task = asyncio.ensure_future(_read_broker_configs(batcher, scope.broker_keys))
+    infos, all_names, topic_errors = await topics_task
+    wanted = sorted(infos if scope.topic_configs is None else scope.topic_configs & infos.keys())
+    configs_task = asyncio.ensure_future(_read_topic_configs(batcher, wanted))
+    reassign_task = asyncio.ensure_future(_read_reassignments(batcher) if scope.reassignments and infos else _nothing(None))
+    (acls, acls_error), (broker_configs, broker_errors), configs, reassigning = await asyncio.gather(
+        acls_task, brokers_task, configs_task, reassign_task
+    )
+    meta = admin.cached_metadata
+    assert meta is not None
+    topics = {
+        name: ObservedTopic(
+            name,
+            tuple(p.replicas for p in sorted(info.partitions, key=lambda p: p.partition)),
+            str(info.topic_id) if info.topic_id else None,
+            info.internal,
+            info.all_led,
+            *configs.get(name, (None, None)),
+        )
+        for name, info in infos.items()
+    }
+    return ObservedState(
+        cluster_id=meta.cluster_id,
+        controller_id=meta.controller_id,
+        brokers={b.node_id: ObservedBroker(b.node_id, b.host, b.port, b.rack) for b in meta.brokers.values()},
+        topics=topics,
+        all_topic_names=all_names,
+        acls=acls,
+        acls_error=acls_error,
+        broker_configs=broker_configs,
+        broker_config_errors=broker_errors,
+        reassigning=reassigning,
+        topic_errors=topic_errors,
+    )
+
+
+async def _nothing(value: object) -> object:
+    return value
+
+
+async def _read_topics(
+    batcher: Batcher, scope: ObserveScope
+) -> tuple[dict[str, TopicInfo], frozenset[str] | None, dict[str, KafkaError]]:
+    if scope.topics is None:
+        meta = await batcher.admin.metadata(None)
+        return dict(meta.topics), frozenset(meta.topics), dict(meta.topic_errors)
+    names = sorted(scope.topics)
+    if not names:
+        await batcher.admin.refresh_metadata()
+        return {}, None, {}
+    results = await asyncio.gather(*(batcher.describe_topic(n) for n in names))
+    infos: dict[str, TopicInfo] = {}
+    errors: dict[str, KafkaError] = {}
+    for name, result in zip(names, results):
+        if result.value is not None:
+            infos[name] = result.value
+        elif result.error is not None and result.error.code != _UNKNOWN_TOPIC:
+            errors[name] = result.error
+    return infos, None, errors
+
+
+async def _read_topic_configs(
+    batcher: Batcher, names: list[str]
+) -> dict[str, tuple[dict[str, ObservedConfig] | None, KafkaError | None]]:
+    results = await asyncio.gather(*(batcher.describe_configs(ConfigResource.topic(n)) for n in names))
+    out: dict[str, tuple[dict[str, ObservedConfig] | None, KafkaError | None]] = {}
+    for name, result in zip(names, results):
+        if result.value is not None:
+            out[name] = ({k: ObservedConfig.of(e) for k, e in result.value.items()}, None)
+        else:
+            out[name] = (None, result.error)
+    return out
+
+
+async def _read_broker_configs(
+    batcher: Batcher, keys: frozenset[str]
+) -> tuple[dict[str, dict[str, ObservedConfig]], dict[str, KafkaError]]:
+    ordered = sorted(keys)
+    results = await asyncio.gather(*(batcher.describe_configs(ConfigResource.broker(int(k) if k else None))
+                                     for k in ordered))
+    configs: dict[str, dict[str, ObservedConfig]] = {}
+    errors: dict[str, KafkaError] = {}
+    for key, result in zip(ordered, results):
+        if result.value is not None:
+            configs[key] = {k: ObservedConfig.of(e) for k, e in result.value.items()}
+        elif result.error is not None:
+            errors[key] = result.error
+    return configs, errors
+
+
+async def _read_acls(batcher: Batcher) -> tuple[dict[str, frozenset] | None, KafkaError | None]:
+    try:
+        bindings = await batcher.admin.describe_acls(AclBindingFilter())
+    except KafkaRequestError as exc:
+        return None, exc.error
+    except UnsupportedFeature as exc:
+        return None, exc.as_kafka_error()
+    by_principal: dict[str, set] = defaultdict(set)
+    for wire in bindings:
+        binding = from_wire(wire)
+        if binding is not None:
+            by_principal[binding.principal].add(binding)
+    return {p: frozenset(b) for p, b in by_principal.items()}, None
+
+
+async def _read_reassignments(batcher: Batcher) -> frozenset | None:
+    try:
+        found = await batcher.admin.list_partition_reassignments()
+    except (UnsupportedFeature, KafkaRequestError):
+        return None
+    return frozenset(found)

@@ -1,0 +1,95 @@
+"""What the engine saw in a cluster: typed, frozen, read in bulk by observe.py.
+
+A field that could not be read carries the Kafka error instead of a value
+(`acls_error`, `ObservedTopic.configs_error`...), so planning can fail exactly
+the resources that needed it and go on with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kafkaops.kafka import ConfigEntry, ConfigSource, KafkaError, TopicPartition
+from kafkaops.resources.acl import AclBinding
+
+EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedConfig:
+    """One config key as DescribeConfigs reported it. `value` is None when Kafka hides it (sensitive)."""
+
+    value: str | None
+    source: ConfigSource
+    sensitive: bool = False
+
+    @classmethod
+    def of(cls, entry: ConfigEntry) -> ObservedConfig:
+        return cls(entry.value, entry.source, entry.sensitive)
+
+    def __repr__(self) -> str:
+        shown = "***" if self.sensitive else repr(self.value)
+        return f"ObservedConfig({shown}, {self.source.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedTopic:
+    name: str
+    assignment: tuple[tuple[int, ...], ...]  # replicas per partition, by partition id
+    topic_id: str | None = None
+    internal: bool = False
+    all_led: bool = True
+    configs: Mapping[str, ObservedConfig] | None = None  # None: not read (or configs_error)
+    configs_error: KafkaError | None = None
+
+    @property
+    def partitions(self) -> int:
+        return len(self.assignment)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.assignment[0]) if self.assignment else 0
+
+    def overrides(self) -> dict[str, ObservedConfig]:
+        """The configs set on the topic itself (not defaults)."""
+        return {k: c for k, c in (self.configs or {}).items() if c.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedBroker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedState:
+    """A cluster as read by one observe(): topics in scope, ACLs, broker configs, reassignments."""
+
+    cluster_id: str | None
+    controller_id: int
+    brokers: Mapping[int, ObservedBroker]
+    topics: Mapping[str, ObservedTopic]
+    # Every topic name in the cluster when observe listed them all (prune, export); else None.
+    all_topic_names: frozenset[str] | None = None
+    # ACL bindings by principal; None when not read (acls_error says why when reading failed).
+    acls: Mapping[str, frozenset[AclBinding]] | None = None
+    acls_error: KafkaError | None = None
+    # Dynamic broker configs by broker key ("" = cluster default, else the broker id).
+    broker_configs: Mapping[str, Mapping[str, ObservedConfig]] = field(default_factory=lambda: EMPTY)
+    broker_config_errors: Mapping[str, KafkaError] = field(default_factory=lambda: EMPTY)
+    # Partitions being reassigned (None: not read or not supported).
+    reassigning: frozenset[TopicPartition] | None = None
+    # Topics that could not be read (other than "does not exist"), e.g. TOPIC_AUTHORIZATION_FAILED.
+    topic_errors: Mapping[str, KafkaError] = field(default_factory=lambda: EMPTY)
+
+    def topic(self, name: str) -> ObservedTopic | None:
+        return self.topics.get(name)
+
+
+def broker_key(broker_id: int | None) -> str:
+    """The ConfigResource name of a broker config: "" for the cluster-wide default."""
+    return "" if broker_id is None else str(broker_id)

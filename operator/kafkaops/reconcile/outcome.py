@@ -1,0 +1,65 @@
+"""Outcomes: what happened to each resource, and a run's report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem
+from kafkaops.resources.documents import Source
+
+
+class State(StrEnum):
+    UNCHANGED = "unchanged"  # already as declared
+    APPLIED = "applied"  # changed and complete (read back)
+    VALIDATED = "validated"  # --validate-only: the brokers accepted the change without making it
+    FAILED = "failed"  # refused by a safety rule, by Kafka, or not complete in time
+    INVALID = "invalid"  # the manifest failed validation: nothing was sent for it
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    source: Source
+    kind: str
+    name: str
+    state: State
+    action: Action = Action.NONE
+    changes: tuple[FieldChange, ...] = ()
+    problem: Problem | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.state not in (State.FAILED, State.INVALID)
+
+    @property
+    def reason(self) -> str:
+        return self.problem.reason if self.problem else self.state.value
+
+    @property
+    def message(self) -> str:
+        return self.problem.message if self.problem else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """One reconcile of one cluster."""
+
+    cluster: str
+    plan: Plan
+    outcomes: tuple[Outcome, ...]
+    requests: Mapping[str, int] = field(default_factory=dict)  # admin requests sent, by API
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+    @property
+    def failed(self) -> tuple[Outcome, ...]:
+        return tuple(o for o in self.outcomes if not o.ok)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(o.state.value for o in self.outcomes))

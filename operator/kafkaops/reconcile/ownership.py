@@ -1,0 +1,138 @@
+"""Which config keys kafkaops set, so that a key removed from a manifest is reset only
+when kafkaops set it before, and keys set by others are never touched.
+
+An `Ownership` maps an owner (`topic/<name>`, `broker/<id>`, `broker/default`)
+to the keys kafkaops set on it. For sensitive keys it also keeps a salted
+scrypt fingerprint of the value applied, so that an unchanged secret is not
+re-sent (Kafka never returns sensitive values) and the value itself is never
+stored.
+
+Stores: `FileOwnershipStore` (the CLI: one JSON file, one section per cluster
+id; `--state`) and, in the operator, the resource's status. No store means
+"owns nothing known": removed keys are left alone, which is the safe side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Protocol
+
+FORMAT_VERSION = 1
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+def topic_owner(name: str) -> str:
+    return f"topic/{name}"
+
+
+def broker_owner(broker_key: str) -> str:
+    return f"broker/{broker_key or 'default'}"
+
+
+def fingerprint(value: str, salt: bytes | None = None) -> str:
+    """A salted scrypt fingerprint of a secret value: `scrypt$<salt hex>$<hash hex>`."""
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(value.encode(), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${salt.hex()}${digest.hex()}"
+
+
+def fingerprint_matches(value: str, stored: str | None) -> bool:
+    if not stored or not stored.startswith("scrypt$"):
+        return False
+    try:
+        _, salt, digest = stored.split("$")
+        expected = bytes.fromhex(digest)
+        actual = hashlib.scrypt(value.encode(), salt=bytes.fromhex(salt), dklen=32, **_SCRYPT)
+    except ValueError:
+        return False
+    return hmac.compare_digest(expected, actual)
+
+
+@dataclass(frozen=True, slots=True)
+class Ownership:
+    """owner -> {config key -> fingerprint of a sensitive value, or None}."""
+
+    owners: Mapping[str, Mapping[str, str | None]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def keys(self, owner: str) -> frozenset[str]:
+        return frozenset(self.owners.get(owner, {}))
+
+    def fingerprint(self, owner: str, key: str) -> str | None:
+        return self.owners.get(owner, {}).get(key)
+
+    def updated(self, changes: Mapping[str, Mapping[str, str | None] | None]) -> Ownership:
+        """A copy where each owner in `changes` gets its new key map (None: forget the owner)."""
+        owners = {k: dict(v) for k, v in self.owners.items()}
+        for owner, keys in changes.items():
+            if keys is None or not keys:
+                owners.pop(owner, None)
+            else:
+                owners[owner] = dict(keys)
+        return Ownership(MappingProxyType(owners))
+
+
+class OwnershipStore(Protocol):
+    def load(self, cluster_id: str) -> Ownership: ...
+
+    def save(self, cluster_id: str, ownership: Ownership) -> None: ...
+
+
+class NoOwnershipStore:
+    """Remembers nothing: removed keys are never reset (the safe default without state)."""
+
+    def load(self, cluster_id: str) -> Ownership:
+        return Ownership()
+
+    def save(self, cluster_id: str, ownership: Ownership) -> None:
+        return None
+
+
+class OwnershipFileError(ValueError):
+    pass
+
+
+class FileOwnershipStore:
+    """A JSON file: {"version": 1, "clusters": {cluster id: {owner: {key: fingerprint|null}}}}.
+
+    Written atomically (temp file + rename). Holds no secret values.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"FileOwnershipStore({str(self.path)!r})"
+
+    def _read(self) -> dict:
+        if not self.path.exists():
+            return {"version": FORMAT_VERSION, "clusters": {}}
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise OwnershipFileError(f"state file {self.path}: cannot read: {exc}") from exc
+        if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION or not isinstance(data.get("clusters"), dict):
+            raise OwnershipFileError(f"state file {self.path}: not a kafkaops state file of version {FORMAT_VERSION}")
+        return data
+
+    def load(self, cluster_id: str) -> Ownership:
+        section = self._read()["clusters"].get(cluster_id) or {}
+        return Ownership(MappingProxyType({owner: dict(keys) for owner, keys in section.items()}))
+
+    def save(self, cluster_id: str, ownership: Ownership) -> None:
+        data = self._read()
+        data["clusters"][cluster_id] = {owner: dict(sorted(keys.items())) for owner, keys in sorted(ownership.owners.items())}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".kafkaops-state-")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=1, sort_keys=True)
+            out.write("\n")
+        os.replace(tmp, self.path)

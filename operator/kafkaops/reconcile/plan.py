@@ -1,0 +1,319 @@
+"""plan(desired, observed) -> ordered actions per resource. Pure: no I/O, no clock.
+
+Safety rules applied here (and tested in tests/reconcile/test_plan.py):
+- a partition decrease is refused: the resource gets a problem and no step;
+- replication-factor / assignment changes are planned as ChangeReplicas;
+- a config key is SET when it is declared and Kafka does not hold that value
+  as an override of this resource; a key is DELETEd only when kafkaops owned
+  it (Ownership) and the manifest no longer declares it: keys set by others
+  are never touched;
+- sensitive values are never compared in the clear nor shown: a salted
+  fingerprint of what kafkaops applied stands in for them;
+- ACLs: bindings no longer declared are deleted first, then new ones created;
+- topics absent from the manifests are deleted only with `prune`, a Delete
+  policy, and at most `maxDeletionsPerReconcile` of them; over the cap none is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from kafkaops.kafka import AlterConfigOp, AlterOp, ConfigResource, ConfigSource, NewPartitions, NewTopic
+from kafkaops.reconcile.actions import (
+    Action,
+    AlterConfigs,
+    ChangeReplicas,
+    CreateAcls,
+    CreatePartitions,
+    CreateTopic,
+    DeleteAcls,
+    DeleteTopic,
+    FieldChange,
+    Plan,
+    Problem,
+    ResourcePlan,
+    Step,
+)
+from kafkaops.reconcile.configs import is_sensitive, values_equal
+from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic, broker_key
+from kafkaops.reconcile.ownership import Ownership, broker_owner, fingerprint_matches, topic_owner
+from kafkaops.resources.documents import Source
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaTopic
+
+# Topics never pruned: Kafka's internal topics and common platform topics.
+DEFAULT_PROTECTED_TOPICS = r"^(__.*|_schemas|_confluent.*|connect-(configs|offsets|status))$"
+
+# Rule names used as problem reasons.
+PARTITION_DECREASE = "PartitionDecrease"
+INVALID_REPLICATION_FACTOR = "InvalidReplicationFactor"
+UNKNOWN_BROKER = "UnknownBroker"
+DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
+NOT_READ = "ObserveFailed"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanOptions:
+    prune: bool = False
+    protected_topics: str = DEFAULT_PROTECTED_TOPICS
+
+
+def plan(
+    desired: DesiredState,
+    observed: ObservedState,
+    ownership: Ownership | None = None,
+    options: PlanOptions = PlanOptions(),
+    cluster: str = "",
+) -> Plan:
+    ownership = ownership or Ownership()
+    resources: list[ResourcePlan] = []
+    resources.extend(plan_topic(t, observed, ownership) for t in desired.topics)
+    resources.extend(plan_acl(a, observed) for a in desired.acls)
+    resources.extend(plan_broker_config(b, observed, ownership) for b in desired.broker_configs)
+    pruned, notes = plan_prune(desired, observed, options)
+    resources.extend(pruned)
+    return Plan(cluster or (desired.cluster.name if desired.cluster else ""), tuple(resources), tuple(notes),
+                observed.cluster_id)
+
+
+# --- topics ------------------------------------------------------------------------------
+
+
+def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership) -> ResourcePlan:
+    current = observed.topic(topic.topic_name)
+    base = ResourcePlan(topic.source, KAFKA_TOPIC, topic.topic_name, Action.NONE,
+                        owner=topic_owner(topic.topic_name), owned_keys=frozenset(topic.config))
+    if (error := observed.topic_errors.get(topic.topic_name)) is not None:
+        return _with(base, problem=Problem(error.name, f"cannot read topic {topic.topic_name!r}"
+                                           + (f": {error.message}" if error.message else ""), error.retriable))
+    if problem := _placement_problem(topic, observed):
+        return _with(base, problem=problem)
+    if current is None:
+        return _plan_create(topic, base)
+    if current.configs is None:
+        error = current.configs_error
+        return _with(base, problem=Problem(error.name if error else NOT_READ,
+                                           f"cannot read the configs of topic {topic.topic_name!r}"
+                                           + (f": {error.message}" if error and error.message else ""),
+                                           retriable=bool(error and error.retriable)))
+    steps: list[Step] = []
+    changes: list[FieldChange] = []
+    headline = Action.NONE
+
+    wanted = topic.desired_partitions
+    if wanted is not None and wanted < current.partitions:
+        return _with(base, changes=(FieldChange("partitions", str(current.partitions), str(wanted)),), problem=Problem(
+            PARTITION_DECREASE,
+            f"topic {topic.topic_name!r} has {current.partitions} partitions and the manifest asks for {wanted}: "
+            "Kafka cannot remove partitions, so nothing was changed",
+        ))
+    if wanted is not None and wanted > current.partitions:
+        extra = topic.replica_assignment[current.partitions:] if topic.replica_assignment else None
+        steps.append(CreatePartitions(NewPartitions(topic.topic_name, wanted, extra)))
+        changes.append(FieldChange("partitions", str(current.partitions), str(wanted)))
+        headline = Action.PARTITION_INCREASE
+
+    replica_change = _replica_change(topic, current)
+    if replica_change is not None:
+        step, change = replica_change
+        steps.append(step)
+        changes.append(change)
+        headline = Action.REPLICA_CHANGE
+
+    ops, config_changes = _config_ops(base.owner or "", topic.config, current.configs,
+                                      ConfigSource.DYNAMIC_TOPIC_CONFIG, ownership)
+    if ops:
+        steps.insert(1 if headline is Action.PARTITION_INCREASE else 0,
+                     AlterConfigs(ConfigResource.topic(topic.topic_name), ops))
+        changes.extend(config_changes)
+        if headline is Action.NONE:
+            headline = Action.UPDATE
+    return _with(base, action=headline, changes=tuple(changes), steps=tuple(steps))
+
+
+def _plan_create(topic: KafkaTopic, base: ResourcePlan) -> ResourcePlan:
+    new = NewTopic(
+        topic.topic_name,
+        -1 if topic.replica_assignment or topic.partitions is None else topic.partitions,
+        -1 if topic.replica_assignment or topic.replication_factor is None else topic.replication_factor,
+        dict(topic.config),
+        topic.replica_assignment,
+    )
+    changes = [FieldChange("topic", None, topic.topic_name)]
+    if topic.replica_assignment:
+        changes.append(FieldChange("replicaAssignment", None, _assignment_text(topic.replica_assignment)))
+    else:
+        changes.append(FieldChange("partitions", None, str(topic.partitions) if topic.partitions else "(broker default)"))
+        changes.append(FieldChange("replicationFactor", None,
+                                   str(topic.replication_factor) if topic.replication_factor else "(broker default)"))
+    changes.extend(FieldChange(f"config.{k}", None, v, is_sensitive(k)) for k, v in sorted(topic.config.items()))
+    return _with(base, action=Action.CREATE, changes=tuple(changes), steps=(CreateTopic(new),))
+
+
+def _placement_problem(topic: KafkaTopic, observed: ObservedState) -> Problem | None:
+    brokers = set(observed.brokers)
+    if not brokers:
+        return None
+    rf = topic.desired_replication_factor
+    if topic.replica_assignment:
+        unknown = sorted({b for replicas in topic.replica_assignment for b in replicas} - brokers)
+        if unknown:
+            return Problem(UNKNOWN_BROKER, f"spec.replicaAssignment names broker(s) {unknown} that the cluster "
+                                           f"does not have (brokers: {sorted(brokers)})")
+    elif rf is not None and rf > len(brokers):
+        return Problem(INVALID_REPLICATION_FACTOR, f"spec.replicationFactor is {rf} but the cluster has only "
+                                                   f"{len(brokers)} broker(s)")
+    return None
+
+
+def _replica_change(topic: KafkaTopic, current: ObservedTopic) -> tuple[ChangeReplicas, FieldChange] | None:
+    if topic.replica_assignment is not None:
+        target = topic.replica_assignment[: current.partitions]
+        if tuple(target) != current.assignment[: len(target)]:
+            return (ChangeReplicas(topic.topic_name, tuple(target), len(target[0])),
+                    FieldChange("replicaAssignment", _assignment_text(current.assignment), _assignment_text(target)))
+        return None
+    rf = topic.replication_factor
+    if rf is not None and rf != current.replication_factor:
+        return (ChangeReplicas(topic.topic_name, None, rf),
+                FieldChange("replicationFactor", str(current.replication_factor), str(rf)))
+    return None
+
+
+def _assignment_text(assignment: tuple[tuple[int, ...], ...]) -> str:
+    return "[" + ", ".join("[" + ",".join(map(str, r)) + "]" for r in assignment) + "]"
+
+
+# --- configs (topics and brokers) ----------------------------------------------------------
+
+
+def _config_ops(
+    owner: str,
+    declared: Mapping[str, str],
+    current: Mapping[str, ObservedConfig],
+    override_source: ConfigSource,
+    ownership: Ownership,
+) -> tuple[tuple[AlterConfigOp, ...], list[FieldChange]]:
+    """SET for declared keys Kafka does not hold as this resource's override; DELETE for keys
+    kafkaops owned that the manifest dropped and that are still overridden."""
+    ops: list[AlterConfigOp] = []
+    changes: list[FieldChange] = []
+    for key, value in sorted(declared.items()):
+        seen = current.get(key)
+        overridden = seen is not None and seen.source is override_source
+        sensitive = is_sensitive(key, seen)
+        if sensitive:
+            same = overridden and fingerprint_matches(value, ownership.fingerprint(owner, key))
+        else:
+            same = overridden and values_equal(key, value, seen.value if seen else None)
+        if same:
+            continue
+        ops.append(AlterConfigOp(key, value, AlterOp.SET))
+        if seen is None:
+            old = None
+        elif overridden:
+            old = seen.value if seen.value is not None else "(set)"
+        else:
+            old = f"{seen.value} (default)"
+        changes.append(FieldChange(f"config.{key}", old, value, sensitive))
+    for key in sorted(ownership.keys(owner) - set(declared)):
+        seen = current.get(key)
+        if seen is not None and seen.source is override_source:
+            ops.append(AlterConfigOp(key, None, AlterOp.DELETE))
+            changes.append(FieldChange(f"config.{key}", seen.value or "(set)", None, is_sensitive(key, seen)))
+    return tuple(ops), changes
+
+
+# --- ACLs --------------------------------------------------------------------------------------
+
+
+def plan_acl(acl: KafkaAcl, observed: ObservedState) -> ResourcePlan:
+    base = ResourcePlan(acl.source, KAFKA_ACL, acl.principal, Action.NONE)
+    if observed.acls is None:
+        error = observed.acls_error
+        return _with(base, problem=Problem(
+            error.name if error else NOT_READ,
+            f"cannot read the ACLs of {acl.principal}" + (f": {error.message or error.name}" if error else ""),
+            retriable=bool(error and error.retriable),
+        ))
+    current = observed.acls.get(acl.principal, frozenset())
+    remove = sorted(current - acl.bindings)
+    add = sorted(acl.bindings - current)
+    steps: list[Step] = []
+    if remove:
+        steps.append(DeleteAcls(tuple(remove)))
+    if add:
+        steps.append(CreateAcls(tuple(add)))
+    if not steps:
+        return base
+    changes = tuple(FieldChange("acl", str(b), None) for b in remove) + tuple(FieldChange("acl", None, str(b)) for b in add)
+    return _with(base, action=Action.CREATE if not current else Action.UPDATE, changes=changes, steps=tuple(steps))
+
+
+# --- broker configs -----------------------------------------------------------------------------
+
+
+def plan_broker_config(config: KafkaBrokerConfig, observed: ObservedState, ownership: Ownership) -> ResourcePlan:
+    key = broker_key(config.broker_id)
+    name = f"brokers/{key or 'default'}"
+    owner = broker_owner(key)
+    base = ResourcePlan(config.source, KAFKA_BROKER_CONFIG, name, Action.NONE, owner=owner,
+                        owned_keys=frozenset(config.config))
+    if config.broker_id is not None and observed.brokers and config.broker_id not in observed.brokers:
+        return _with(base, problem=Problem(UNKNOWN_BROKER, f"spec.brokerId {config.broker_id} is not a broker of this "
+                                                           f"cluster (brokers: {sorted(observed.brokers)})"))
+    if key in observed.broker_config_errors or key not in observed.broker_configs:
+        error = observed.broker_config_errors.get(key)
+        return _with(base, problem=Problem(error.name if error else NOT_READ,
+                                           f"cannot read the configs of {name}" + (f": {error.message}" if error and error.message else ""),
+                                           retriable=bool(error and error.retriable)))
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if config.broker_id is None else ConfigSource.DYNAMIC_BROKER_CONFIG
+    ops, changes = _config_ops(owner, config.config, observed.broker_configs[key], source, ownership)
+    if not ops:
+        return base
+    resource = ConfigResource.broker(config.broker_id)
+    return _with(base, action=Action.UPDATE, changes=tuple(changes), steps=(AlterConfigs(resource, ops),))
+
+
+# --- pruning ---------------------------------------------------------------------------------------
+
+
+def plan_prune(desired: DesiredState, observed: ObservedState, options: PlanOptions) -> tuple[list[ResourcePlan], list[str]]:
+    if observed.all_topic_names is None:
+        return [], []
+    protected = re.compile(options.protected_topics)
+    undeclared = sorted(
+        name for name in observed.all_topic_names - desired.topic_names
+        if not protected.match(name) and not (name in observed.topics and observed.topics[name].internal)
+    )
+    if not undeclared:
+        return [], []
+    if not options.prune:
+        return [], [f"{len(undeclared)} topic(s) in the cluster are not declared and are kept "
+                    "(--prune deletes them when the cluster's topicDeletion.policy is Delete)"]
+    deletion = desired.topic_deletion
+    if deletion.policy is not DeletionPolicy.DELETE:
+        return [], [f"--prune: {len(undeclared)} undeclared topic(s) kept because the cluster's "
+                    f"topicDeletion.policy is {deletion.policy} (set it to Delete in the KafkaCluster to prune)"]
+    cap = deletion.max_deletions_per_reconcile
+    over = len(undeclared) > cap
+    plans = []
+    for name in undeclared:
+        base = ResourcePlan(Source(None, 0, KAFKA_TOPIC, None, name), KAFKA_TOPIC, name, Action.DELETE,
+                            (FieldChange("topic", name, None),), owner=topic_owner(name))
+        if over:
+            plans.append(_with(base, problem=Problem(
+                DELETION_CAP_EXCEEDED,
+                f"--prune would delete {len(undeclared)} topics, more than the cluster's "
+                f"topicDeletion.maxDeletionsPerReconcile ({cap}): nothing was deleted",
+            )))
+        else:
+            plans.append(_with(base, steps=(DeleteTopic(name),)))
+    return plans, []
+
+
+def _with(base: ResourcePlan, **changes: object) -> ResourcePlan:
+    return replace(base, **changes)  # type: ignore[arg-type]
