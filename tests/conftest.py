@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import start_noida, start_tansu
 
 
@@ -37,3 +38,17 @@ def real_cluster_bootstrap():
     if not bootstrap:
         pytest.skip("no real Kafka cluster: set KAFKAOPS_TEST_BOOTSTRAP=host:port (and KAFKAOPS_TEST_COMMAND_CONFIG) to run")
     return bootstrap
+
+
+@pytest.fixture(params=["noida", "fake"])
+async def server(request):
+    """(bootstrap, host, port) of a one-broker cluster of either backend: noida-db, or the fake
+    cluster double configured like it (no authorizer, no reassignment or election APIs), so the
+    same assertions keep the double honest."""
+    if request.param == "noida":
+        noida = request.getfixturevalue("noida")
+        yield noida.bootstrap, noida.host, noida.port
+        return
+    async with FakeClusterDouble(brokers=1, acls_enabled=False, disabled_apis={43, 45, 46}) as cluster:
+        host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
+        yield cluster.bootstrap, host, int(port)

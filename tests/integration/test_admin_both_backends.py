@@ -29,19 +29,6 @@ from kafkaops.kafka import (
     UnsupportedFeature,
 )
 
-from kafkaops.testing.fake_cluster import FakeClusterDouble
-
-
-@pytest.fixture(params=["noida", "fake"])
-async def server(request):
-    """(bootstrap, host, port) of a one-broker cluster of either backend."""
-    if request.param == "noida":
-        noida = request.getfixturevalue("noida")
-        yield noida.bootstrap, noida.host, noida.port
-        return
-    async with FakeClusterDouble(brokers=1, acls_enabled=False, disabled_apis={43, 45, 46}) as cluster:
-        host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
-        yield cluster.bootstrap, host, int(port)
 
 
 @pytest.fixture

@@ -123,6 +123,8 @@ TOPIC_CONFIGS: Mapping[str, ConfigSpec] = {
         _t("min.insync.replicas", _I, "1", "min.insync.replicas", minimum=1),
         _t("preallocate", _B, "false", "log.preallocate"),
         _t("remote.storage.enable", _B, "false", None),
+        _t("remote.log.copy.disable", _B, "false", None),
+        _t("remote.log.delete.on.disable", _B, "false", None),
         _t("retention.bytes", _L, "-1", "log.retention.bytes"),
         _t("retention.ms", _L, "604800000", "log.retention.ms", minimum=-1),
         _t("segment.bytes", _I, "1073741824", "log.segment.bytes", minimum=14),

@@ -1,0 +1,113 @@
+"""Which cluster each resource goes to, and how to connect to it (plan, apply, export).
+
+- With --bootstrap-server: every resource in PATH goes to that cluster, whatever its
+  clusterRef says. A single KafkaCluster in PATH still supplies the deletion policy.
+- Without it: each resource goes to the KafkaCluster its clusterRef names, which must be in
+  PATH. Credentials: --command-config for every cluster, else the per-cluster file
+  `<config dir>/<cluster name>.properties` when it exists (config dir: --config-dir,
+  $KAFKAOPS_CONFIG_DIR, or ~/.config/kafkaops), else the KafkaCluster's own tls settings
+  (system CA) and no SASL.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kafkaops.kafka import ClientSettings, SecuritySettings
+from kafkaops.reconcile.desired import DesiredState, group_by_cluster
+from kafkaops.resources.models import KafkaCluster, Resource
+
+CLUSTER_NOT_FOUND = "ClusterNotFound"
+CREDENTIALS_MISSING = "CredentialsMissing"
+
+
+class TargetError(ValueError):
+    """The command cannot tell which cluster to talk to or how."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One cluster to plan or apply against."""
+
+    name: str
+    settings: ClientSettings
+    desired: DesiredState
+
+
+@dataclass(frozen=True, slots=True)
+class Unroutable:
+    """A resource no cluster could be found or connected for."""
+
+    resource: Resource
+    reason: str
+    message: str
+
+
+def config_dir(option: str | None = None) -> Path:
+    if option:
+        return Path(option)
+    env = os.environ.get("KAFKAOPS_CONFIG_DIR")
+    return Path(env) if env else Path.home() / ".config" / "kafkaops"
+
+
+def client_settings(bootstrap: str | list[str] | tuple[str, ...], command_config: str | None,
+                    **overrides: object) -> ClientSettings:
+    """Settings for --bootstrap-server and --command-config (a Kafka client.properties file)."""
+    return ClientSettings.create(bootstrap, properties=command_config, **overrides)
+
+
+def cluster_settings(cluster: KafkaCluster, command_config: str | None, directory: Path,
+                     **overrides: object) -> ClientSettings:
+    properties = command_config
+    if properties is None and (candidate := directory / f"{cluster.name}.properties").is_file():
+        properties = str(candidate)
+    if properties is not None:
+        return client_settings(cluster.spec.bootstrap_servers, properties, **overrides)
+    if cluster.spec.sasl is not None:
+        raise TargetError(
+            f"KafkaCluster {cluster.name!r} uses SASL {cluster.spec.sasl.mechanism}: give its credentials with "
+            f"--command-config FILE or in {directory / (cluster.name + '.properties')}"
+        )
+    security = SecuritySettings()
+    tls = cluster.spec.tls
+    if tls is not None and tls.enabled:
+        security = SecuritySettings(protocol="SSL", ssl_check_hostname=tls.verify_hostname)
+    settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security)
+    return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
+
+
+def resolve_targets(
+    resources: tuple[Resource, ...],
+    bootstrap: str | None,
+    command_config: str | None,
+    config_directory: str | None = None,
+    **overrides: object,
+) -> tuple[list[Target], list[Unroutable]]:
+    """The clusters to reconcile and the resources that cannot be routed (with why)."""
+    clusters = [r for r in resources if isinstance(r, KafkaCluster)]
+    if bootstrap:
+        policy_cluster = clusters[0] if len(clusters) == 1 else None
+        desired = DesiredState.of(resources, policy_cluster)
+        name = policy_cluster.name if policy_cluster else bootstrap
+        return [Target(name, client_settings(bootstrap, command_config, **overrides), desired)], []
+    if not clusters:
+        raise TargetError("no --bootstrap-server given and no KafkaCluster in the manifests: give "
+                          "--bootstrap-server HOST:PORT, or include the KafkaCluster the clusterRefs name")
+    groups = group_by_cluster(resources)
+    directory = config_dir(config_directory)
+    targets: list[Target] = []
+    unroutable = [
+        Unroutable(r, CLUSTER_NOT_FOUND, f"clusterRef {r.cluster_ref} names no KafkaCluster in the given manifests")
+        for r in groups.unresolved
+    ]
+    for cluster, desired in groups.groups:
+        try:
+            settings = cluster_settings(cluster, command_config, directory, **overrides)
+        except TargetError as exc:
+            unroutable.extend(Unroutable(r, CREDENTIALS_MISSING, str(exc))
+                              for r in (*desired.topics, *desired.acls, *desired.broker_configs))
+            continue
+        targets.append(Target(cluster.name, settings, desired))
+    return targets, unroutable

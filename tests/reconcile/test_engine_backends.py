@@ -1,0 +1,214 @@
+"""The engine end to end against both backends (noida-db and the fake cluster double configured
+like it), and the fake double alone for what noida does not do (ACLs, several brokers, prune)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kafkaops.kafka import (
+    AclBindingFilter,
+    AdminClient,
+    AlterConfigOp,
+    AlterOp,
+    Batcher,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+)
+from kafkaops.reconcile.actions import CreateTopic
+from kafkaops.reconcile import Action, DesiredState, Engine, FileOwnershipStore, RunOptions, State
+from kafkaops.testing.fake_cluster import FakeClusterDouble, FaultDouble
+
+from engine_helpers import broker_config, desired, kafka_acl, kafka_cluster, topic
+
+MUTATING = {"CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "CreateAcls", "DeleteAcls",
+            "AlterPartitionReassignments"}
+
+
+@pytest.fixture
+async def admin(server):
+    async with AdminClient.connect(server[0], linger=0.01, wait_poll_min=0.01) as client:
+        yield client
+
+
+def engine(admin: AdminClient, state=None) -> Engine:
+    return Engine(Batcher(admin), ownership=state, cluster="test")
+
+
+def by_name(report) -> dict:
+    return {o.name: o for o in report.outcomes}
+
+
+async def overrides(admin: AdminClient, name: str) -> dict[str, str]:
+    described = (await admin.describe_configs([ConfigResource.topic(name)]))[ConfigResource.topic(name)].value
+    return {k: e.value for k, e in described.items() if e.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
+
+
+async def test_create_then_second_apply_sends_no_mutating_request(admin, unique) -> None:
+    want = desired(topic(f"{unique}.a", 3, 1, {"retention.ms": 86400000, "cleanup.policy": "compact,delete"}),
+                   topic(f"{unique}.b", 1, 1))
+    report = await engine(admin).reconcile(want, RunOptions(all_topics=False))
+    assert [o.state for o in report.outcomes] == [State.APPLIED, State.APPLIED], report.outcomes
+    assert report.requests.get("CreateTopics") == 1
+    info = (await admin.describe_topics([f"{unique}.a"]))[f"{unique}.a"].value
+    assert len(info.partitions) == 3 and info.all_led
+    assert (await overrides(admin, f"{unique}.a"))["retention.ms"] == "86400000"
+
+    again = await engine(admin).reconcile(want, RunOptions(all_topics=False))
+    assert [o.state for o in again.outcomes] == [State.UNCHANGED, State.UNCHANGED]
+    assert not MUTATING & set(again.requests), again.requests
+
+
+async def test_config_update_and_owned_key_reset(admin, unique, tmp_path) -> None:
+    state = FileOwnershipStore(tmp_path / "state.json")
+    name = f"{unique}.cfg"
+    await engine(admin, state).reconcile(desired(topic(name, config={"retention.ms": 1000000, "segment.ms": 3600000})))
+    # someone else sets a key kafkaops does not own
+    await admin.incremental_alter_configs({ConfigResource.topic(name): [AlterConfigOp("max.message.bytes", "2000000")]})
+    report = await engine(admin, state).reconcile(desired(topic(name, config={"retention.ms": 2000000})))
+    outcome = by_name(report)[name]
+    assert outcome.state is State.APPLIED and outcome.action is Action.UPDATE
+    assert {str(c) for c in outcome.changes} == {"config.retention.ms: 1000000 -> 2000000", "config.segment.ms: - 3600000"}
+    assert await overrides(admin, name) == {"retention.ms": "2000000", "max.message.bytes": "2000000"}
+
+
+async def test_partition_increase_and_refused_decrease(admin, unique) -> None:
+    name = f"{unique}.parts"
+    await engine(admin).reconcile(desired(topic(name, 2, 1)))
+    grown = await engine(admin).reconcile(desired(topic(name, 4, 1)))
+    assert by_name(grown)[name].state is State.APPLIED and by_name(grown)[name].action is Action.PARTITION_INCREASE
+    assert len((await admin.describe_topics([name]))[name].value.partitions) == 4
+    shrink = await engine(admin).reconcile(desired(topic(name, 2, 1, {"retention.ms": 5000000})))
+    outcome = by_name(shrink)[name]
+    assert outcome.state is State.FAILED and outcome.problem.reason == "PartitionDecrease"
+    assert not MUTATING & set(shrink.requests)
+    assert len((await admin.describe_topics([name]))[name].value.partitions) == 4
+    assert "retention.ms" not in await overrides(admin, name)
+
+
+async def test_validate_only_changes_nothing(admin, unique) -> None:
+    name = f"{unique}.dry"
+    report = await engine(admin).reconcile(desired(topic(name, 2, 1)), RunOptions(validate_only=True))
+    assert by_name(report)[name].state is State.VALIDATED
+    assert not (await admin.describe_topics([name]))[name].ok
+
+
+async def test_an_item_kafka_refuses_fails_alone_in_its_batch(admin, unique) -> None:
+    """Validation cannot foresee every broker-side refusal: here one CreateTopics item asks for zero
+    partitions (hand-edited into the plan). It fails with Kafka's error; its batch neighbours apply."""
+    eng = engine(admin)
+    planned = await eng.plan(desired(topic(f"{unique}.good", 1, 1), topic(f"{unique}.bad", 1, 1), topic(f"{unique}.ok", 2, 1)),
+                             RunOptions(all_topics=False))
+    resources = tuple(
+        replace(r, steps=(CreateTopic(NewTopic(r.name, 0, 1)),)) if r.name.endswith(".bad") else r
+        for r in planned.plan.resources
+    )
+    report = await eng.apply(replace(planned, plan=replace(planned.plan, resources=resources)))
+    outcomes = by_name(report)
+    assert outcomes[f"{unique}.bad"].state is State.FAILED
+    assert outcomes[f"{unique}.bad"].problem.reason == "INVALID_PARTITIONS"
+    assert outcomes[f"{unique}.good"].state is State.APPLIED and outcomes[f"{unique}.ok"].state is State.APPLIED
+    assert report.requests["CreateTopics"] == 1
+
+
+async def test_acls_on_a_cluster_without_authorizer_fail_alone(admin, unique) -> None:
+    want = desired(topic(f"{unique}.t", 1, 1),
+                   kafka_acl("svc", f"User:{unique}", [{"resource": {"type": "Topic", "name": "x"}, "operations": ["Read"]}]))
+    outcomes = {o.kind: o for o in (await engine(admin).reconcile(want)).outcomes}
+    assert outcomes["KafkaAcl"].state is State.FAILED and outcomes["KafkaAcl"].problem.reason == "SECURITY_DISABLED"
+    assert outcomes["KafkaTopic"].state is State.APPLIED
+
+
+# --- the fake double only: ACLs, brokers, prune -----------------------------------------------------------------
+
+
+@pytest.fixture
+async def fake():
+    async with FakeClusterDouble(brokers=3, racks=["a", "b", "c"], acls_enabled=True) as cluster:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as client:
+            yield cluster, client
+
+
+async def test_acl_create_then_delete_before_create(fake) -> None:
+    _, admin = fake
+    entries = [{"resource": {"type": "Topic", "name": "orders"}, "operations": ["Read", "Describe"]},
+               {"resource": {"type": "Group", "name": "orders-", "patternType": "Prefixed"}, "operations": ["Read"]}]
+    first = await engine(admin).reconcile(desired(kafka_acl("orders", "User:orders", entries)))
+    assert by_name(first)["User:orders"].state is State.APPLIED
+    assert len(await admin.describe_acls(AclBindingFilter(principal="User:orders"))) == 3
+
+    entries[0]["operations"] = ["Write"]
+    second = await engine(admin).reconcile(desired(kafka_acl("orders", "User:orders", entries)))
+    outcome = by_name(second)["User:orders"]
+    assert outcome.state is State.APPLIED and second.requests.get("DeleteAcls") == 1 and second.requests.get("CreateAcls") == 1
+    now = await admin.describe_acls(AclBindingFilter(principal="User:orders"))
+    assert sorted((b.resource_name, b.operation.name) for b in now) == [("orders", "WRITE"), ("orders-", "READ")]
+    third = await engine(admin).reconcile(desired(kafka_acl("orders", "User:orders", entries)))
+    assert not MUTATING & set(third.requests)
+
+
+async def test_broker_configs_per_broker_and_cluster_default(fake, tmp_path) -> None:
+    _, admin = fake
+    state = FileOwnershipStore(tmp_path / "s.json")
+    want = desired(broker_config("defaults", {"log.cleaner.threads": 2}), broker_config("b2", {"num.io.threads": 16}, 2))
+    report = await engine(admin, state).reconcile(want)
+    assert all(o.state is State.APPLIED for o in report.outcomes), report.outcomes
+    configs = await admin.describe_configs([ConfigResource.broker(None), ConfigResource.broker(2)])
+    assert configs[ConfigResource.broker(None)].value["log.cleaner.threads"].value == "2"
+    assert configs[ConfigResource.broker(2)].value["num.io.threads"].value == "16"
+    again = await engine(admin, state).reconcile(want)
+    assert not MUTATING & set(again.requests)
+    reset = await engine(admin, state).reconcile(desired(broker_config("defaults", {}), broker_config("b2", {"num.io.threads": 16}, 2)))
+    assert by_name(reset)["brokers/default"].state is State.APPLIED
+    entry = (await admin.describe_configs([ConfigResource.broker(None)]))[ConfigResource.broker(None)].value.get("log.cleaner.threads")
+    assert entry is None or entry.source is not ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+
+
+async def test_prune_deletes_undeclared_topics_within_the_cap_only(fake) -> None:
+    _, admin = fake
+    await admin.create_topics([NewTopic(n, 1, 1) for n in ("keep", "old1", "old2")])
+    capped = await engine(admin).reconcile(desired(kafka_cluster(policy="Delete", cap=1), topic("keep", 1, 1)),
+                                           RunOptions(prune=True))
+    assert {o.name: o.problem.reason for o in capped.failed} == {"old1": "DeletionCapExceeded", "old2": "DeletionCapExceeded"}
+    assert "DeleteTopics" not in capped.requests
+    pruned = await engine(admin).reconcile(desired(kafka_cluster(policy="Delete", cap=5), topic("keep", 1, 1)),
+                                           RunOptions(prune=True))
+    assert {o.name for o in pruned.outcomes if o.action is Action.DELETE and o.state is State.APPLIED} == {"old1", "old2"}
+    assert sorted((await admin.metadata(None)).topics) == ["keep"]
+
+
+async def test_replica_change_is_planned_not_run_and_other_changes_apply(fake) -> None:
+    _, admin = fake
+    await admin.create_topics([NewTopic("moving", 2, 1)])
+    report = await engine(admin).reconcile(desired(topic("moving", 2, 3, {"retention.ms": 7200000})))
+    outcome = by_name(report)["moving"]
+    assert outcome.action is Action.REPLICA_CHANGE and outcome.problem.reason == "ReplicaChangeNotApplied"
+    assert (await overrides(admin, "moving")) == {"retention.ms": "7200000"}
+    assert "AlterPartitionReassignments" not in report.requests
+
+
+async def test_creates_from_many_resources_share_one_request(fake) -> None:
+    _, admin = fake
+    want = desired(*(topic(f"bulk-{i}", 2, 3) for i in range(300)))
+    report = await engine(admin).reconcile(want)
+    assert all(o.state is State.APPLIED for o in report.outcomes)
+    assert report.requests["CreateTopics"] == 1
+    assert report.requests["Metadata"] <= 4  # observe + a few completion rounds, never one per topic
+
+
+async def test_not_controller_during_apply_is_retried(fake) -> None:
+    cluster, admin = fake
+
+    cluster.inject(FaultDouble.not_controller(count=1, api_keys=[19], move_controller=True))
+    report = await engine(admin).reconcile(desired(topic("nc", 1, 1)))
+    assert by_name(report)["nc"].state is State.APPLIED
+    assert report.requests["CreateTopics"] == 2  # answered NOT_CONTROLLER once, resent to the new controller
+
+
+def test_desired_state_of_splits_kinds() -> None:
+    want = desired(topic("a"), kafka_acl("x", "User:x", [{"resource": {"type": "Topic", "name": "a"}, "operations": ["Read"]}]),
+                   broker_config("b", {"log.cleaner.threads": 1}))
+    assert (len(want.topics), len(want.acls), len(want.broker_configs)) == (1, 1, 1)
+    assert isinstance(want, DesiredState) and len(want) == 3
