@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkaops.kafka import AlterOp, Batcher
 from kafkaops.reconcile.actions import Action, AlterConfigs, CreateTopic, DeleteTopic, Plan, ResourcePlan
@@ -51,6 +51,7 @@ class Planned:
     observed: ObservedState
     ownership: Ownership
     state_key: str
+    requests: Mapping[str, int] = field(default_factory=dict)  # sent while observing, by API
 
 
 class Engine:
@@ -66,11 +67,12 @@ class Engine:
         return await observe(self.batcher, ObserveScope.for_desired(desired, all_topics=all_topics))
 
     async def plan(self, desired: DesiredState, options: RunOptions = RunOptions()) -> Planned:
+        before = self._requests()
         observed = await self.observe(desired, all_topics=options.all_topics or options.prune)
         key = observed.cluster_id or self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
         ownership = self.store.load(key)
         made = plan(desired, observed, ownership, options.plan_options, self.cluster)
-        return Planned(made, observed, ownership, key)
+        return Planned(made, observed, ownership, key, _sent(before, self._requests()))
 
     async def apply(self, planned: Planned, options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
         started = time.monotonic()
@@ -88,13 +90,18 @@ class Engine:
             changes = ownership_changes(planned.ownership, applied)
             if changes:
                 self.store.save(planned.state_key, planned.ownership.updated(changes))
-        after = self._requests()
-        sent = {api: after[api] - before.get(api, 0) for api in after if after[api] != before.get(api, 0)}
+        sent = dict(planned.requests)
+        for api, count in _sent(before, self._requests()).items():
+            sent[api] = sent.get(api, 0) + count
         return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started)
 
     async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
                         progress: Progress | None = None) -> Report:
         return await self.apply(await self.plan(desired, options), options, progress)
+
+
+def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    return {api: n - before.get(api, 0) for api, n in after.items() if n != before.get(api, 0)}
 
 
 def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool) -> Outcome:

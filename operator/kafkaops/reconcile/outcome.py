@@ -50,7 +50,7 @@ class Report:
     cluster: str
     plan: Plan
     outcomes: tuple[Outcome, ...]
-    requests: Mapping[str, int] = field(default_factory=dict)  # admin requests sent, by API
+    requests: Mapping[str, int] = field(default_factory=dict)  # admin requests sent (observe, apply and wait), by API
     seconds: float = 0.0
 
     @property

@@ -1,0 +1,136 @@
+"""Benchmark: `kafkaops apply` of N topic manifests against noida-db, then a second apply.
+
+Runs the CLI's path in-process (load + validate the files, plan, apply, wait) so
+each phase can be timed, and compares with the floor: the same topics created
+by one hand-built `create_topics` call (split only by the 10,000-record budget).
+
+Reports, per phase: admin requests sent by API, wall time, peak RSS, and the
+ratio to the floor (requests and wall time). The second apply must send no
+mutating request. Cross-checked with what noida-db says it served.
+
+    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50]
+
+Not a test: numbers vary with the machine; docs/benchmarks.md records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from kafkaops.kafka import AdminClient, Batcher, NewTopic
+from kafkaops.kafka.sizing import topic_records
+from kafkaops.reconcile import DesiredState, Engine, RunOptions, State
+from kafkaops.resources import load_and_validate
+from kafkaops.testing.servers import noida_activity, start_noida
+
+MUTATING = ("CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "CreateAcls", "DeleteAcls")
+
+
+def write_manifests(root: Path, count: int, partitions: int, files: int) -> None:
+    per_file = math.ceil(count / files)
+    for f in range(files):
+        docs = [
+            {
+                "apiVersion": "kafkaops.io/v1alpha1",
+                "kind": "KafkaTopic",
+                "metadata": {"name": f"bench.team{f}.topic{i}"},
+                "spec": {"clusterRef": {"name": "bench"}, "partitions": partitions, "replicationFactor": 1,
+                         "config": {"retention.ms": str(86_400_000 + i), "cleanup.policy": "delete"}},
+            }
+            for i in range(f * per_file, min(count, (f + 1) * per_file))
+        ]
+        (root / f"team{f}.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+async def run(count: int, partitions: int, files: int) -> list[dict]:
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp, start_noida() as server:
+        root = Path(tmp)
+        write_manifests(root, count, partitions, files)
+
+        start = time.perf_counter()
+        validated = load_and_validate([root])
+        rows.append({"phase": "load + validate", "wall_s": round(time.perf_counter() - start, 3), "requests": {},
+                     "rss": rss_mib(), "note": f"{len(validated.valid)} valid, {len(validated.errors)} errors"})
+        desired = DesiredState.of(validated.valid)
+
+        async with AdminClient.connect(server.bootstrap) as admin:
+            floor = [NewTopic(f"floor.{i}", partitions, 1, {"retention.ms": str(86_400_000 + i), "cleanup.policy": "delete"})
+                     for i in range(count)]
+            before = dict(admin.requests_by_api)
+            start = time.perf_counter()
+            failed = len((await admin.create_topics(floor)).failed())
+            wall = time.perf_counter() - start
+            sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
+            rows.append({"phase": "floor: one create_topics", "wall_s": round(wall, 3), "requests": sent,
+                         "rss": rss_mib(), "note": f"{failed} failed"})
+            await admin.delete_topics([t.name for t in floor])
+
+            for label in ("apply #1", "apply #2"):
+                engine = Engine(Batcher(admin), cluster="bench")
+                start = time.perf_counter()
+                planned = await engine.plan(desired, RunOptions())
+                plan_wall = time.perf_counter() - start
+                report = await engine.apply(planned, RunOptions())
+                wall = time.perf_counter() - start
+                states: dict[str, int] = {}
+                for outcome in report.outcomes:
+                    states[outcome.state.value] = states.get(outcome.state.value, 0) + 1
+                rows.append({"phase": f"{label}: plan + apply + wait", "wall_s": round(wall, 3),
+                             "plan_s": round(plan_wall, 3), "requests": dict(report.requests), "rss": rss_mib(),
+                             "note": ", ".join(f"{n} {s}" for s, n in sorted(states.items()))})
+                assert all(o.state in (State.APPLIED, State.UNCHANGED) for o in report.outcomes)
+        activity = noida_activity(server)
+    records = sum(topic_records(t) for t in floor)
+    floor_creates = rows[1]["requests"]["CreateTopics"]  # the client's own split of one maximal call
+    rows.append({"phase": "server side (noida-db activity)", "wall_s": "", "requests": {}, "rss": "",
+                 "note": f"CreateTopics served: {activity.count('CreateTopics')} (floor + apply #1); "
+                         f"{records} metadata records in the floor's topics, {math.ceil(records / 10_000)} requests "
+                         f"at 10,000 records each"})
+    for row in rows:
+        creates = row["requests"].get("CreateTopics") if isinstance(row["requests"], dict) else None
+        if creates:
+            row["create_ratio_to_floor"] = round(creates / floor_creates, 2)
+    floor_wall = rows[1]["wall_s"]
+    for row in rows:
+        if str(row["phase"]).startswith("apply #1"):
+            row["wall_ratio_to_floor"] = round(row["wall_s"] / floor_wall, 2)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=5000)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--files", type=int, default=50)
+    args = parser.parse_args()
+    rows = asyncio.run(run(args.topics, args.partitions, args.files))
+    print(f"{args.topics} topics x {args.partitions} partitions in {args.files} files; python {sys.version.split()[0]}; "
+          f"{platform.machine()}")
+    for row in rows:
+        extra = " ".join(f"{k}={row[k]}" for k in ("plan_s", "create_ratio_to_floor", "wall_ratio_to_floor") if k in row)
+        print(f"{row['phase']:34} wall {row['wall_s']!s:>7} s  rss {row['rss']!s:>6} MiB  {extra}\n"
+              f"{'':34} requests {row['requests']}  {row['note']}")
+    second = next(r for r in rows if r["phase"].startswith("apply #2"))
+    first = next(r for r in rows if r["phase"].startswith("apply #1"))
+    mutating = {k: v for k, v in second["requests"].items() if k in MUTATING}
+    print(f"apply #1: {first['requests'].get('CreateTopics', 0)} CreateTopics requests for {args.topics} topics (target <= 50)")
+    print(f"apply #2: mutating requests {mutating or 'none'} (target: none)")
+
+
+if __name__ == "__main__":
+    main()
