@@ -194,3 +194,19 @@ async def test_batcher_coalesces_concurrent_callers(admin, unique):
     deleted = await asyncio.gather(*(batcher.delete_topic(n) for n in names))
     assert all(r.ok for r in deleted)
     assert admin.requests_by_api["DeleteTopics"] - before.get("DeleteTopics", 0) <= 3
+
+
+async def test_batched_describe_configs_asks_each_caller_only_for_its_keys(admin, unique):
+    a, b = f"{unique}.keys-a", f"{unique}.keys-b"
+    await admin.create_topics([NewTopic(a, 1, 1, {"retention.ms": "1000"}), NewTopic(b, 1, 1)])
+    batcher = Batcher(admin, linger=0.05)
+    before = admin.requests_by_api.get("DescribeConfigs", 0)
+    only_retention, everything, only_segment = await asyncio.gather(
+        batcher.describe_configs(ConfigResource.topic(a), frozenset({"retention.ms"})),
+        batcher.describe_configs(ConfigResource.topic(a)),
+        batcher.describe_configs(ConfigResource.topic(b), frozenset({"segment.ms"})),
+    )
+    assert admin.requests_by_api["DescribeConfigs"] - before == 1
+    assert set(only_retention.value) == {"retention.ms"} and only_retention.value["retention.ms"].value == "1000"
+    assert {"retention.ms", "segment.ms", "cleanup.policy"} <= set(everything.value)
+    assert set(only_segment.value) == {"segment.ms"}

@@ -404,10 +404,14 @@ class AdminClient:
         self,
         resources: Iterable[ConfigResource],
         *,
-        keys: Sequence[str] | None = None,
+        keys: Sequence[str] | Mapping[ConfigResource, Sequence[str] | None] | None = None,
         include_synonyms: bool = False,
     ) -> Results[ConfigResource, dict[str, ConfigEntry]]:
-        """Config values with source, sensitive flag (values hidden) and synonyms."""
+        """Config values with source, sensitive flag (values hidden) and synonyms.
+
+        `keys` limits the reply to those keys (the same for every resource, or per resource;
+        None: every key): a planner that needs 3 keys of 5,000 topics should not decode 175,000.
+        """
         grouped: dict[Route | int, list[ConfigResource]] = {}
         for resource in dict.fromkeys(resources):
             grouped.setdefault(self._config_route(resource, write=False), []).append(resource)

@@ -202,11 +202,37 @@ class Batcher:
         lane = self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
         return await lane.submit(resource, tuple(ops))
 
-    async def describe_configs(self, resource: ConfigResource) -> ItemResult[dict[str, ConfigEntry]]:
-        async def send(items: list[tuple[ConfigResource, None]]) -> Mapping[ConfigResource, ItemResult[dict[str, ConfigEntry]]]:
-            return await self.admin.describe_configs([r for r, _ in items])
+    async def describe_configs(
+        self, resource: ConfigResource, keys: frozenset[str] | None = None
+    ) -> ItemResult[dict[str, ConfigEntry]]:
+        """Configs of one resource (only `keys` when given); a window's resources share one request.
 
-        return await self._lane("DescribeConfigs", send).submit(resource, None)
+        Callers asking for different keys of the same resource in one window are served by one
+        request item carrying the union of their keys; each gets back only what it asked for.
+        """
+
+        async def send(
+            items: list[tuple[tuple[ConfigResource, frozenset[str] | None], None]],
+        ) -> Mapping[tuple[ConfigResource, frozenset[str] | None], ItemResult[dict[str, ConfigEntry]]]:
+            union: dict[ConfigResource, set[str] | None] = {}
+            for (res, wanted), _ in items:
+                if wanted is None or (res in union and union[res] is None):
+                    union[res] = None
+                else:
+                    union.setdefault(res, set()).update(wanted)  # type: ignore[union-attr]
+            results = await self.admin.describe_configs(
+                list(union), keys={r: None if k is None else sorted(k) for r, k in union.items()}
+            )
+            out: dict[tuple[ConfigResource, frozenset[str] | None], ItemResult[dict[str, ConfigEntry]]] = {}
+            for (res, wanted), _ in items:
+                result = results.get(res)
+                if result is None or result.value is None or wanted is None:
+                    out[(res, wanted)] = result if result is not None else missing((res, wanted))
+                else:
+                    out[(res, wanted)] = ItemResult({k: v for k, v in result.value.items() if k in wanted})
+            return out
+
+        return await self._lane("DescribeConfigs", send).submit((resource, keys), None)
 
     async def describe_topic(self, name: str) -> ItemResult[TopicInfo]:
         """Metadata for one topic; a window's topics share one Metadata request."""

@@ -200,10 +200,20 @@ def decode_create_partitions(response: Any) -> dict[str, ItemResult[None]]:
 # --- Configs -----------------------------------------------------------------------------
 
 
-def encode_describe_configs(resources: Sequence[ConfigResource], keys: Sequence[str] | None, synonyms: bool) -> dict[str, Any]:
+def encode_describe_configs(
+    resources: Sequence[ConfigResource],
+    keys: Sequence[str] | Mapping[ConfigResource, Sequence[str] | None] | None,
+    synonyms: bool,
+) -> dict[str, Any]:
+    """`keys`: the same keys for every resource, or keys per resource (None: every key)."""
+
+    def wanted(resource: ConfigResource) -> tuple[str, ...] | None:
+        chosen = keys.get(resource) if isinstance(keys, Mapping) else keys
+        return None if chosen is None else tuple(chosen)
+
     return {
         "resources": [
-            {"resource_type": int(r.type), "resource_name": r.name, "configuration_keys": None if keys is None else tuple(keys)}
+            {"resource_type": int(r.type), "resource_name": r.name, "configuration_keys": wanted(r)}
             for r in resources
         ],
         "include_synonyms": synonyms,

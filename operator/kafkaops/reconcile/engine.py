@@ -63,14 +63,23 @@ class Engine:
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
 
-    async def observe(self, desired: DesiredState, *, all_topics: bool = False) -> ObservedState:
-        return await observe(self.batcher, ObserveScope.for_desired(desired, all_topics=all_topics))
+    def _state_key(self) -> str:
+        meta = self.batcher.admin.cached_metadata
+        if meta is not None and meta.cluster_id:
+            return meta.cluster_id
+        return self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
+
+    async def observe(self, desired: DesiredState, *, all_topics: bool = False,
+                      ownership: Ownership | None = None) -> ObservedState:
+        return await observe(self.batcher, ObserveScope.for_desired(desired, all_topics=all_topics, ownership=ownership))
 
     async def plan(self, desired: DesiredState, options: RunOptions = RunOptions()) -> Planned:
         before = self._requests()
-        observed = await self.observe(desired, all_topics=options.all_topics or options.prune)
-        key = observed.cluster_id or self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
+        if self.batcher.admin.cached_metadata is None:
+            await self.batcher.admin.refresh_metadata()
+        key = self._state_key()
         ownership = self.store.load(key)
+        observed = await self.observe(desired, all_topics=options.all_topics or options.prune, ownership=ownership)
         made = plan(desired, observed, ownership, options.plan_options, self.cluster)
         return Planned(made, observed, ownership, key, _sent(before, self._requests()))
 

@@ -1,8 +1,9 @@
 """observe: read what the plan needs from a cluster, in bulk.
 
 One Metadata request for the topics in scope (every topic when pruning or
-exporting), one batched DescribeConfigs for their configs (the Batcher splits
-by record budget and broker), one DescribeAcls for every binding, one
+exporting), one batched DescribeConfigs for their configs, asking only for the
+keys the plan compares (declared or owned; the Batcher splits by record
+budget and broker), one DescribeAcls for every binding, one
 DescribeConfigs per broker-scoped config resource, and one
 ListPartitionReassignments. Reads go through the cluster's Batcher, so that
 concurrent reconciles (the operator's handlers) share requests.
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from kafkaops.kafka import (
     AclBindingFilter,
@@ -29,6 +31,7 @@ from kafkaops.kafka import (
 from kafkaops.kafka.errors import ErrorCode
 from kafkaops.reconcile.acls import from_wire
 from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.ownership import Ownership, topic_owner
 from kafkaops.reconcile.observed import ObservedBroker, ObservedConfig, ObservedState, ObservedTopic, broker_key
 
 _UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
@@ -39,17 +42,22 @@ class ObserveScope:
     """What to read. `topics` None: every topic in the cluster (prune, export)."""
 
     topics: frozenset[str] | None = frozenset()
-    # Whose configs to read: these topics (when they exist); None: every topic read.
-    topic_configs: frozenset[str] | None = frozenset()
+    # Whose configs to read, and which keys: topic -> keys (None: every key). Topics missing here
+    # or given no keys are not described at all. None: every key of every topic read (export).
+    topic_configs: Mapping[str, frozenset[str] | None] | None = field(default_factory=dict)
     acls: bool = False
     broker_keys: frozenset[str] = frozenset()
     reassignments: bool = True
 
     @classmethod
-    def for_desired(cls, desired: DesiredState, *, all_topics: bool = False) -> ObserveScope:
+    def for_desired(cls, desired: DesiredState, *, all_topics: bool = False,
+                    ownership: Ownership | None = None) -> ObserveScope:
+        """What planning `desired` needs: its topics' declared keys and the keys kafkaops owns on them."""
+        owned = ownership or Ownership()
         return cls(
             topics=None if all_topics else desired.topic_names,
-            topic_configs=desired.topic_names,
+            topic_configs={t.topic_name: frozenset(t.config) | owned.keys(topic_owner(t.topic_name))
+                           for t in desired.topics},
             acls=bool(desired.acls),
             broker_keys=frozenset(broker_key(b.broker_id) for b in desired.broker_configs),
             reassignments=bool(desired.topics),
@@ -62,7 +70,10 @@ async def observe(batcher: Batcher, scope: ObserveScope) -> ObservedState:
     acls_task = asyncio.ensure_future(_read_acls(batcher) if scope.acls else _nothing((None, None)))
     brokers_task = asyncio.ensure_future(_read_broker_configs(batcher, scope.broker_keys))
     infos, all_names, topic_errors = await topics_task
-    wanted = sorted(infos if scope.topic_configs is None else scope.topic_configs & infos.keys())
+    if scope.topic_configs is None:
+        wanted: dict[str, frozenset[str] | None] = dict.fromkeys(infos)
+    else:
+        wanted = {name: keys for name, keys in scope.topic_configs.items() if name in infos}
     configs_task = asyncio.ensure_future(_read_topic_configs(batcher, wanted))
     reassign_task = asyncio.ensure_future(_read_reassignments(batcher) if scope.reassignments and infos else _nothing(None))
     (acls, acls_error), (broker_configs, broker_errors), configs, reassigning = await asyncio.gather(
@@ -122,10 +133,13 @@ async def _read_topics(
 
 
 async def _read_topic_configs(
-    batcher: Batcher, names: list[str]
+    batcher: Batcher, wanted: Mapping[str, frozenset[str] | None]
 ) -> dict[str, tuple[dict[str, ObservedConfig] | None, KafkaError | None]]:
-    results = await asyncio.gather(*(batcher.describe_configs(ConfigResource.topic(n)) for n in names))
-    out: dict[str, tuple[dict[str, ObservedConfig] | None, KafkaError | None]] = {}
+    out: dict[str, tuple[dict[str, ObservedConfig] | None, KafkaError | None]] = {
+        name: ({}, None) for name, keys in wanted.items() if keys is not None and not keys  # nothing to compare
+    }
+    names = [name for name in wanted if name not in out]
+    results = await asyncio.gather(*(batcher.describe_configs(ConfigResource.topic(n), wanted[n]) for n in names))
     for name, result in zip(names, results):
         if result.value is not None:
             out[name] = ({k: ObservedConfig.of(e) for k, e in result.value.items()}, None)

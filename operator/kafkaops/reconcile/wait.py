@@ -122,10 +122,15 @@ async def wait_for(
     last_error = ""
     while remaining:
         topic_names = sorted({e.topic for exps in remaining.values() for e in exps if not isinstance(e, ConfigsMatch)})
-        resources = list(dict.fromkeys(e.resource for exps in remaining.values() for e in exps if isinstance(e, ConfigsMatch)))
+        keys: dict[ConfigResource, set[str]] = {}
+        for exps in remaining.values():
+            for e in exps:
+                if isinstance(e, ConfigsMatch):
+                    keys.setdefault(e.resource, set()).update(e.expected)
+        resources = list(keys)
         try:
             topic_results = await asyncio.gather(*(batcher.describe_topic(t) for t in topic_names))
-            config_results = await asyncio.gather(*(batcher.describe_configs(r) for r in resources))
+            config_results = await asyncio.gather(*(batcher.describe_configs(r, frozenset(keys[r])) for r in resources))
         except KafkaOpsError as exc:  # the cluster went away for a moment: keep polling until the deadline
             last_error = f" (last error: {exc})"
         else:
