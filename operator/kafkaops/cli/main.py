@@ -24,3 +24,5 @@ cli.add_command(crds)
 from kafkaops.cli.dev_cluster import dev_cluster  # noqa: E402
 
 cli.add_command(dev_cluster)
+from kafkaops.cli.export import export  # noqa: E402
+cli.add_command(export)

@@ -1,0 +1,224 @@
+"""`kafkaops export`: write manifests for what a cluster holds, to adopt an existing cluster.
+
+The reading happens here (one connection, bulk reads through observe); what to write is
+decided by the pure reconcile/export.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import click
+
+from kafkaops.cli.targets import client_settings
+from kafkaops.kafka import (
+    AclBindingFilter,
+    AdminClient,
+    Batcher,
+    ClientSettings,
+    KafkaError,
+    KafkaOpsError,
+    KafkaRequestError,
+    UnsupportedFeature,
+)
+from kafkaops.kafka import AclBinding as WireAclBinding
+from kafkaops.reconcile.export import (
+    ACLS,
+    BROKER_CONFIGS,
+    INCLUDABLE,
+    KIND_FILES,
+    TOPICS,
+    ClusterAccess,
+    ExportResult,
+    cluster_problem,
+    export_documents,
+    files_by_kind,
+    is_k8s_name,
+    split_acls,
+    to_yaml,
+)
+from kafkaops.reconcile.observe import ObserveScope, observe
+from kafkaops.reconcile.observed import ObservedState
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+
+_INCLUDE_ORDER = (TOPICS, ACLS, BROKER_CONFIGS)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRead:
+    """What read_cluster saw: the observed state (ACLs included when asked for) and the ACL
+    bindings manifests cannot express, which observe() would have dropped unseen."""
+
+    observed: ObservedState
+    unmapped_acls: tuple[WireAclBinding, ...]
+
+
+def _regex(_ctx: click.Context, _param: click.Parameter, value: str | None) -> re.Pattern[str] | None:
+    if value is None:
+        return None
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise click.BadParameter(f"{value!r} is not a valid regular expression: {exc}") from None
+
+
+def _include(_ctx: click.Context, _param: click.Parameter, value: str) -> frozenset[str]:
+    parts = [part.strip().lower() for part in value.split(",") if part.strip()]
+    if not parts:
+        raise click.BadParameter(f"give a comma list of {', '.join(_INCLUDE_ORDER)}")
+    unknown = sorted(set(parts) - INCLUDABLE)
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(_INCLUDE_ORDER)}")
+    return frozenset(parts)
+
+
+def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if not is_k8s_name(value):
+        raise click.BadParameter(f"{value!r} is not a valid Kubernetes name (lowercase letters, digits, '-' and '.')")
+    return value
+
+
+@click.command("export")
+@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+              help="The cluster to export from.")
+@click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Kafka client.properties for TLS/SASL (as for the Kafka CLI tools).")
+@click.option("--topics", "topics", metavar="REGEX", callback=_regex,
+              help="Export only topics whose name matches REGEX (searched anywhere in the name; anchor "
+                   "with ^ and $). ACLs and broker configs are not filtered by it.")
+@click.option("--include", "include", default=",".join(_INCLUDE_ORDER), show_default=True, callback=_include,
+              metavar="LIST", help="Comma list of what to export: topics, acls, broker-configs.")
+@click.option("--cluster-name", default="exported", show_default=True, callback=_cluster_name, metavar="NAME",
+              help="metadata.name of the exported KafkaCluster; every other document's clusterRef names it.")
+@click.option("--include-internal", is_flag=True,
+              help="Also export internal and platform topics (__consumer_offsets, _schemas, connect-*, ...).")
+@click.option("--out", "out", type=click.Path(), default=None, metavar="PATH",
+              help="Where to write. Default: stdout. A directory (existing, or PATH ending in '/') gets one "
+                   "file per kind: cluster.yaml, topics.yaml, acls.yaml, broker-configs.yaml (replaced if "
+                   "present). Any other PATH gets one multi-document file.")
+def export(bootstrap: str, command_config: str | None, topics: re.Pattern[str] | None, include: frozenset[str],
+           cluster_name: str, include_internal: bool, out: str | None) -> None:
+    """Write manifests for what a cluster holds, so that an existing cluster can be adopted.
+
+    \b
+    Exports:
+      - a KafkaCluster (--cluster-name, the bootstrap servers, TLS/SASL as used here;
+        topicDeletion left at Retain), so that plan and apply on the exported files need no
+        --bootstrap-server (credentials: --command-config, or <config dir>/NAME.properties);
+      - one KafkaTopic per topic: partitions, replicationFactor, and only the configs set on
+        the topic (not defaults). Topic names that are not valid Kubernetes names get a
+        sanitised metadata.name with a hash, and spec.topicName;
+      - one KafkaAcl per principal (needs an authorizer; skipped with a note otherwise);
+      - KafkaBrokerConfigs for the dynamic cluster-wide default and per-broker configs.
+
+    \b
+    Left out, each with a note on stderr:
+      - sensitive configs (passwords, JAAS): their values are secret and never written;
+      - values `kafkaops validate` would reject, and ACL bindings manifests cannot express
+        (resource type User). A principal with a binding that would not validate is left out
+        whole, since a KafkaAcl owns all of its principal's bindings;
+      - internal topics (unless --include-internal).
+
+    `kafkaops plan` on the result reports no changes. The export is a starting point:
+    review it (names, what to leave unmanaged) before committing it.
+
+    \b
+    Examples:
+      kafkaops export --bootstrap-server kafka:9092 --out clusters/prod/ --cluster-name prod
+      kafkaops export --bootstrap-server kafka:9093 --command-config admin.properties \\
+          --topics '^orders\\.' --include topics > orders.yaml
+    """
+    servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
+    try:
+        settings = client_settings(bootstrap, command_config)
+    except ValueError as exc:  # bad bootstrap list, unreadable or invalid client.properties
+        raise click.UsageError(str(exc)) from None
+    access = ClusterAccess.of(settings.security)
+    if problem := cluster_problem(cluster_name, servers, access):
+        raise click.UsageError(problem)
+    try:
+        read = asyncio.run(read_cluster(settings, topics, include))
+    except (KafkaOpsError, OSError) as exc:
+        click.echo(f"error: cannot export from {bootstrap}: {exc}", err=True)
+        raise SystemExit(1) from None
+    result = export_documents(read.observed, cluster_name=cluster_name, bootstrap_servers=servers, topics=topics,
+                              include=include, include_internal=include_internal, access=access,
+                              unmapped_acls=read.unmapped_acls)
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    where = _write(result, include, out)
+    click.echo(f"{_summary(result)} from {result.origin}{where}", err=True)
+
+
+async def read_cluster(settings: ClientSettings, topics: re.Pattern[str] | None = None,
+                       include: frozenset[str] = INCLUDABLE) -> ClusterRead:
+    """Everything an export of `include` needs, in bulk: the topics `topics` selects with their
+    configs, broker configs (the cluster default and every broker), and every ACL binding.
+    Raises KafkaOpsError (or OSError) when the cluster cannot be reached."""
+    async with AdminClient.connect(",".join(f"{h}:{p}" for h, p in settings.bootstrap), settings=settings) as admin:
+        meta = admin.cached_metadata or await admin.refresh_metadata()
+        batcher = Batcher(admin)
+        if TOPICS not in include:
+            names: frozenset[str] | None = frozenset()
+        elif topics is None:
+            names = None
+        else:  # list first, so that only the selected topics' configs are read
+            listed = await admin.metadata(None)
+            names = frozenset(n for n in listed.topics if topics.search(n))
+        keys = frozenset({""} | {str(b) for b in meta.brokers}) if BROKER_CONFIGS in include else frozenset()
+        scope = ObserveScope(topics=names, topic_configs=None if names is None else dict.fromkeys(names),
+                             acls=False, broker_keys=keys, reassignments=False)  # every key of every topic read
+        if ACLS in include:
+            observed, (acls, unmapped, error) = await asyncio.gather(observe(batcher, scope), _read_acls(admin))
+            observed = replace(observed, acls=acls, acls_error=error)
+        else:
+            observed, unmapped = await observe(batcher, scope), ()
+        return ClusterRead(observed, unmapped)
+
+
+async def _read_acls(admin: AdminClient) -> tuple[dict | None, tuple[WireAclBinding, ...], KafkaError | None]:
+    """Every binding (observe's own ACL read drops those manifests cannot express; the export
+    reports them, so it reads them itself)."""
+    try:
+        bindings = await admin.describe_acls(AclBindingFilter())
+    except KafkaRequestError as exc:
+        return None, (), exc.error
+    except UnsupportedFeature as exc:
+        return None, (), exc.as_kafka_error()
+    acls, unmapped = split_acls(bindings)
+    return acls, unmapped, None
+
+
+def _write(result: ExportResult, include: frozenset[str], out: str | None) -> str:
+    """Write the YAML; answer where to, for the summary line."""
+    if out is None:
+        click.echo(to_yaml(result.documents, origin=result.origin), nl=False)
+        return ""
+    path = Path(out)
+    try:
+        if out.endswith(("/", "\\")) or path.is_dir():
+            path.mkdir(parents=True, exist_ok=True)
+            files = files_by_kind(result, include)
+            for name, text in files.items():
+                (path / name).write_text(text, "utf-8")
+            return f" to {path}/ ({', '.join(n for n in KIND_FILES.values() if n in files)})"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_yaml(result.documents, origin=result.origin), "utf-8")
+    except OSError as exc:
+        click.echo(f"error: cannot write {out}: {exc.strerror or exc}", err=True)
+        raise SystemExit(1) from None
+    return f" to {path}"
+
+
+def _summary(result: ExportResult) -> str:
+    def count(kind: str, one: str, many: str) -> str:
+        n = len(result.of_kind(kind))
+        return f"{n} {one if n == 1 else many}"
+
+    return (f"exported {count(KAFKA_TOPIC, 'topic', 'topics')}, "
+            f"{count(KAFKA_ACL, 'ACL principal', 'ACL principals')}, "
+            f"{count(KAFKA_BROKER_CONFIG, 'broker config', 'broker configs')}"
+            + (f" ({len(result.notes)} note{'s' if len(result.notes) != 1 else ''} above)" if result.notes else ""))
