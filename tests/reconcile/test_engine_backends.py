@@ -3,6 +3,7 @@ like it), and the fake double alone for what noida does not do (ACLs, several br
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -212,3 +213,18 @@ def test_desired_state_of_splits_kinds() -> None:
                    broker_config("b", {"log.cleaner.threads": 1}))
     assert (len(want.topics), len(want.acls), len(want.broker_configs)) == (1, 1, 1)
     assert isinstance(want, DesiredState) and len(want) == 3
+
+
+async def test_concurrent_per_resource_reconciles_share_their_reads_and_writes(fake) -> None:
+    """The operator's shape: one engine per cluster, one reconcile per resource, all at once."""
+    _, admin = fake
+    shared = Engine(Batcher(admin, linger=0.05), cluster="test")
+    topics = [desired(topic(f"one-{i}", 1, 1, {"retention.ms": 3600000})) for i in range(50)]
+    acls = [desired(kafka_acl(f"svc{i}", f"User:svc{i}", [{"resource": {"type": "Topic", "name": f"one-{i}"},
+                                                            "operations": ["Read"]}])) for i in range(50)]
+    before = dict(admin.requests_by_api)
+    reports = await asyncio.gather(*(shared.reconcile(d, RunOptions(all_topics=False)) for d in topics + acls))
+    assert all(r.ok for r in reports)
+    sent = {api: n - before.get(api, 0) for api, n in admin.requests_by_api.items() if n != before.get(api, 0)}
+    assert sent["CreateTopics"] == 1 and sent["CreateAcls"] == 1 and sent["DescribeAcls"] == 1, sent
+    assert sent["Metadata"] <= 4 and sent.get("ListPartitionReassignments", 0) <= 2, sent

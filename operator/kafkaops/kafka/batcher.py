@@ -33,8 +33,11 @@ from .models import (
     ItemResult,
     NewPartitions,
     NewTopic,
+    Reassignment,
     TopicInfo,
+    TopicPartition,
 )
+from .errors import KafkaRequestError
 from .messages import missing
 from .sizing import config_records, one_record, partition_records, topic_records
 
@@ -253,3 +256,29 @@ class Batcher:
             return await self.admin.delete_acls([f for f, _ in items])
 
         return await self._lane("DeleteAcls", send).submit(filter_, None)
+
+    async def describe_all_acls(self) -> ItemResult[tuple[AclBinding, ...]]:
+        """Every ACL binding, by one DescribeAcls with a match-all filter; the callers of a window
+        (one per KafkaAcl being reconciled) share that one request and group by principal."""
+
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[tuple[AclBinding, ...]]]:
+            try:
+                bindings = await self.admin.describe_acls(AclBindingFilter())
+            except KafkaRequestError as exc:
+                return {key: ItemResult(None, exc.error) for key, _ in items}
+            return {key: ItemResult(tuple(bindings)) for key, _ in items}
+
+        return await self._lane("DescribeAcls", send).submit("*", None)
+
+    async def list_reassignments(self) -> ItemResult[dict[TopicPartition, Reassignment]]:
+        """Every partition being reassigned (ListPartitionReassignments); shared like describe_all_acls.
+        Raises UnsupportedFeature on clusters without the API."""
+
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[dict[TopicPartition, Reassignment]]]:
+            try:
+                found = await self.admin.list_partition_reassignments()
+            except KafkaRequestError as exc:
+                return {key: ItemResult(None, exc.error) for key, _ in items}
+            return {key: ItemResult(found) for key, _ in items}
+
+        return await self._lane("ListPartitionReassignments", send).submit("*", None)

@@ -98,7 +98,7 @@ class Engine:
         if not options.validate_only:
             changes = ownership_changes(planned.ownership, applied)
             if changes:
-                self.store.save(planned.state_key, planned.ownership.updated(changes))
+                self.store.update(planned.state_key, changes)
         sent = dict(planned.requests)
         for api, count in _sent(before, self._requests()).items():
             sent[api] = sent.get(api, 0) + count

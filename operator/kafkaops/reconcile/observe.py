@@ -20,11 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafkaops.kafka import (
-    AclBindingFilter,
     Batcher,
     ConfigResource,
     KafkaError,
-    KafkaRequestError,
     TopicInfo,
     UnsupportedFeature,
 )
@@ -119,7 +117,8 @@ async def _read_topics(
         return dict(meta.topics), frozenset(meta.topics), dict(meta.topic_errors)
     names = sorted(scope.topics)
     if not names:
-        await batcher.admin.refresh_metadata()
+        if batcher.admin.cached_metadata is None:
+            await batcher.admin.refresh_metadata()
         return {}, None, {}
     results = await asyncio.gather(*(batcher.describe_topic(n) for n in names))
     infos: dict[str, TopicInfo] = {}
@@ -166,13 +165,13 @@ async def _read_broker_configs(
 
 async def _read_acls(batcher: Batcher) -> tuple[dict[str, frozenset] | None, KafkaError | None]:
     try:
-        bindings = await batcher.admin.describe_acls(AclBindingFilter())
-    except KafkaRequestError as exc:
-        return None, exc.error
+        result = await batcher.describe_all_acls()
     except UnsupportedFeature as exc:
         return None, exc.as_kafka_error()
+    if result.value is None:
+        return None, result.error
     by_principal: dict[str, set] = defaultdict(set)
-    for wire in bindings:
+    for wire in result.value:
         binding = from_wire(wire)
         if binding is not None:
             by_principal[binding.principal].add(binding)
@@ -181,7 +180,7 @@ async def _read_acls(batcher: Batcher) -> tuple[dict[str, frozenset] | None, Kaf
 
 async def _read_reassignments(batcher: Batcher) -> frozenset | None:
     try:
-        found = await batcher.admin.list_partition_reassignments()
-    except (UnsupportedFeature, KafkaRequestError):
+        result = await batcher.list_reassignments()
+    except UnsupportedFeature:
         return None
-    return frozenset(found)
+    return None if result.value is None else frozenset(result.value)

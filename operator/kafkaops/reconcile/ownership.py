@@ -83,7 +83,11 @@ class Ownership:
 class OwnershipStore(Protocol):
     def load(self, cluster_id: str) -> Ownership: ...
 
-    def save(self, cluster_id: str, ownership: Ownership) -> None: ...
+    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
+        """Merge `changes` (owner -> new key map, None: forget) into what is stored. Merging, not
+        replacing, so that concurrent reconciles of different resources never lose each other's
+        entries."""
+        ...
 
 
 class NoOwnershipStore:
@@ -92,8 +96,22 @@ class NoOwnershipStore:
     def load(self, cluster_id: str) -> Ownership:
         return Ownership()
 
-    def save(self, cluster_id: str, ownership: Ownership) -> None:
+    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
         return None
+
+
+class MemoryOwnershipStore:
+    """Ownership held in memory (the operator: seeded from each resource's status, which is
+    where it persists)."""
+
+    def __init__(self) -> None:
+        self._clusters: dict[str, Ownership] = {}
+
+    def load(self, cluster_id: str) -> Ownership:
+        return self._clusters.get(cluster_id, Ownership())
+
+    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
+        self._clusters[cluster_id] = self.load(cluster_id).updated(changes)
 
 
 class OwnershipFileError(ValueError):
@@ -127,8 +145,9 @@ class FileOwnershipStore:
         section = self._read()["clusters"].get(cluster_id) or {}
         return Ownership(MappingProxyType({owner: dict(keys) for owner, keys in section.items()}))
 
-    def save(self, cluster_id: str, ownership: Ownership) -> None:
+    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
         data = self._read()
+        ownership = self.load(cluster_id).updated(changes)
         data["clusters"][cluster_id] = {owner: dict(sorted(keys.items())) for owner, keys in sorted(ownership.owners.items())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".kafkaops-state-")
