@@ -24,7 +24,8 @@ from kafkaops.reconcile.observe import ObserveScope, observe
 from kafkaops.reconcile.observed import ObservedState
 from kafkaops.reconcile.outcome import Outcome, Report, State
 from kafkaops.reconcile.ownership import NoOwnershipStore, Ownership, OwnershipStore, fingerprint
-from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan
+from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
+from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
 from kafkaops.reconcile.wait import expectations, wait_for
 
 
@@ -103,6 +104,18 @@ class Engine:
         for api, count in _sent(before, self._requests()).items():
             sent[api] = sent.get(api, 0) + count
         return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started)
+
+    async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> Planned:
+        """A plan that removes what `resource` manages (its Delete policy), read in bulk like plan()."""
+        before = self._requests()
+        if self.batcher.admin.cached_metadata is None:
+            await self.batcher.admin.refresh_metadata()
+        key = self._state_key()
+        ownership = self.store.load(key)
+        desired = DesiredState.of([resource])
+        observed = await self.observe(desired, ownership=ownership)
+        made = Plan(self.cluster, (plan_removal(resource, observed, ownership),), (), observed.cluster_id)
+        return Planned(made, observed, ownership, key, _sent(before, self._requests()))
 
     async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
                         progress: Progress | None = None) -> Report:

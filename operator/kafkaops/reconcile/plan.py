@@ -278,6 +278,41 @@ def plan_broker_config(config: KafkaBrokerConfig, observed: ObservedState, owner
     return _with(base, action=Action.UPDATE, changes=tuple(changes), steps=(AlterConfigs(resource, ops),))
 
 
+# --- removal of a deleted resource (the operator's Delete policy) --------------------------------
+
+
+def plan_removal(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig, observed: ObservedState,
+                 ownership: Ownership) -> ResourcePlan:
+    """What deleting `resource` with a Delete policy does in Kafka: the topic goes; every binding
+    of the KafkaAcl's principal goes; a KafkaBrokerConfig's owned keys are reset."""
+    if isinstance(resource, KafkaTopic):
+        base = ResourcePlan(resource.source, KAFKA_TOPIC, resource.topic_name, Action.NONE,
+                            owner=topic_owner(resource.topic_name))
+        if resource.topic_name not in observed.topics:
+            return base
+        return _with(base, action=Action.DELETE, changes=(FieldChange("topic", resource.topic_name, None),),
+                     steps=(DeleteTopic(resource.topic_name),))
+    if isinstance(resource, KafkaAcl):
+        base = ResourcePlan(resource.source, KAFKA_ACL, resource.principal, Action.NONE)
+        if observed.acls is None:
+            return plan_acl(resource, observed)  # the read problem
+        current = sorted(observed.acls.get(resource.principal, frozenset()))
+        if not current:
+            return base
+        return _with(base, action=Action.DELETE, changes=tuple(FieldChange("acl", str(b), None) for b in current),
+                     steps=(DeleteAcls(tuple(current)),))
+    key = broker_key(resource.broker_id)
+    owner = broker_owner(key)
+    base = ResourcePlan(resource.source, KAFKA_BROKER_CONFIG, f"brokers/{key or 'default'}", Action.NONE, owner=owner,
+                        owned_keys=frozenset())
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if resource.broker_id is None else ConfigSource.DYNAMIC_BROKER_CONFIG
+    ops, changes = _config_ops(owner, {}, observed.broker_configs.get(key, {}), source, ownership)
+    if not ops:
+        return base
+    return _with(base, action=Action.DELETE, changes=tuple(changes),
+                 steps=(AlterConfigs(ConfigResource.broker(resource.broker_id), ops),))
+
+
 # --- pruning ---------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,52 @@
+"""`kafkaops run`: the Kubernetes operator (kopf), with kopf's usual scope and peering options."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+
+@click.command("run")
+@click.option("-A", "--all-namespaces", "clusterwide", is_flag=True, help="Watch every namespace.")
+@click.option("-n", "--namespace", "namespaces", multiple=True,
+              help="Watch this namespace (repeatable; glob patterns as in kopf).")
+@click.option("--standalone", is_flag=True, help="Do not use peering: assume no other operator runs.")
+@click.option("--peering", "peering_name", default=None,
+              help="The kopf peering object to coordinate replicas with (HA: only one replica reconciles).")
+@click.option("--priority", type=int, default=0, show_default=True, help="This replica's peering priority.")
+@click.option("--liveness", "liveness_endpoint", default=None,
+              help="Serve a liveness probe, e.g. http://0.0.0.0:8080/healthz.")
+@click.option("--metrics-port", type=int, default=9090, show_default=True,
+              help="Serve Prometheus metrics on this port (/metrics); 0 disables.")
+@click.option("--retry-delay", type=float, default=15.0, show_default=True,
+              help="Seconds before a retriable failure (cluster down, throttled) is retried.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None, priority: int,
+        liveness_endpoint: str | None, metrics_port: int, retry_delay: float, verbose: bool) -> None:
+    """Run the operator: reconcile KafkaCluster, KafkaTopic, KafkaAcl and KafkaBrokerConfig resources.
+
+    Connects to Kubernetes with the in-cluster service account, else KUBECONFIG. Give the scope
+    with -A (all namespaces) or -n NAMESPACE. Two replicas with the same --peering name run
+    highly available: one reconciles, the other waits. Status follows kstatus
+    (Ready/Reconciling/Stalled), so `kubectl wait --for=condition=Ready kafkatopic/NAME` works.
+    """
+    import kopf
+
+    import kafkaops.k8s.handlers  # noqa: F401  (registers the handlers)
+    from kafkaops.k8s.context import OperatorSettings
+
+    if not clusterwide and not namespaces:
+        raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None))
+    kopf.run(
+        clusterwide=clusterwide,
+        namespaces=list(namespaces),
+        standalone=standalone,
+        peering_name=peering_name,
+        priority=priority,
+        liveness_endpoint=liveness_endpoint,
+        memo=memo,
+    )

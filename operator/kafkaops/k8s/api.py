@@ -1,0 +1,40 @@
+"""What the operator asks of the Kubernetes API beyond kopf: reading Secrets, and patching the
+status of resources from the per-cluster resync (outside any handler of theirs). The official
+kubernetes client, run in threads."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+from kafkaops.k8s.kinds import GROUP, VERSION
+from kafkaops.k8s.secrets import SecretNotFound
+
+
+class KubernetesApi:
+    def __init__(self) -> None:
+        from kubernetes import client, config  # imported late: it reads KUBECONFIG at import time
+
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        self._core = client.CoreV1Api()
+        self._custom = client.CustomObjectsApi()
+
+    async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            secret = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
+            raise
+        return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+
+    async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace, plural,
+                                name, {"status": dict(status)})

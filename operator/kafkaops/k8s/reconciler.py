@@ -1,0 +1,291 @@
+"""What the operator does for each event, independent of kopf (handlers.py only wires it).
+
+Every method takes a resource body (and what kopf's indexes know) and returns a `Result`: the
+status to write, the Event to post on a transition, and whether to retry later. Kafka is only
+reached through the cluster context's engine, whose Batcher joins the single items of all
+concurrent handlers into batched requests.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkaops.k8s.context import CLUSTER_NOT_FOUND, ClusterContext, Clusters
+from kafkaops.k8s.kinds import Claim, claim_key, claim_of, is_paused, is_unmanaged
+from kafkaops.k8s.metrics import Metrics
+from kafkaops.k8s.status import (
+    PAUSED,
+    RESOURCE_CONFLICT,
+    UNMANAGED,
+    EventNote,
+    Phase,
+    Verdict,
+    status_patch,
+    transition_event,
+)
+from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
+from kafkaops.reconcile.outcome import Outcome, Report
+from kafkaops.reconcile.ownership import broker_owner, topic_owner
+from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
+from kafkaops.resources.validation import check_custom_resource
+
+NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
+DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    status: Mapping[str, Any] | None = None
+    event: EventNote | None = None
+    retry_after: float | None = None
+    release: bool = False  # deletion: the finalizer may go
+    message: str = ""
+
+
+def _generation(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
+def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
+    if isinstance(resource, KafkaTopic):
+        return topic_owner(resource.topic_name)
+    if isinstance(resource, KafkaBrokerConfig):
+        return broker_owner("" if resource.broker_id is None else str(resource.broker_id))
+    return None
+
+
+@dataclass
+class Reconciler:
+    clusters: Clusters
+    metrics: Metrics = field(default_factory=Metrics)
+    now: Callable[[], str] = utc_now
+
+    @property
+    def retry_delay(self) -> float:
+        return self.clusters.settings.retry_delay
+
+    # --- helpers -------------------------------------------------------------------------------------
+
+    def _result(self, body: Mapping[str, Any], verdict: Verdict, fields: Mapping[str, Any] | None = None,
+                drift: str | None = None) -> Result:
+        previous = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+        status = status_patch(previous, verdict, now=self.now(), generation=_generation(body), fields=fields, drift=drift)
+        retry = self.retry_delay if verdict.phase is Phase.RECONCILING else None
+        return Result(status, transition_event(previous, verdict), retry, message=verdict.message)
+
+    def _gate(self, body: Mapping[str, Any], claims: Iterable[Claim]) -> tuple[Any, ClusterContext | None, Result | None]:
+        """Validation, annotations, cluster lookup, admission and conflicts: (model, context, early result)."""
+        if is_paused(body):
+            return None, None, self._result(body, Verdict(Phase.PAUSED, PAUSED,
+                                                          "kafkaops.io/paused is true: not reconciling"))
+        if is_unmanaged(body):
+            return None, None, self._result(body, Verdict(Phase.PAUSED, UNMANAGED,
+                                                          "kafkaops.io/managed is false: released, Kafka untouched"))
+        checked = check_custom_resource(body)
+        if checked.resource is None:
+            errors = [i for i in checked.issues if i.is_error]
+            reason = errors[0].rule if errors else "Invalid"
+            message = "; ".join(f"{i.path}: {i.reason}" if i.path else i.reason for i in errors)
+            return None, None, self._result(body, Verdict(Phase.STALLED, reason, message))
+        model = checked.resource
+        context = self.clusters.get(model.cluster_ref)
+        if context is None:
+            return model, None, self._result(body, Verdict(
+                Phase.RECONCILING, CLUSTER_NOT_FOUND, f"KafkaCluster {model.cluster_ref} does not exist (yet)"))
+        topic_name = model.topic_name if isinstance(model, KafkaTopic) else None
+        if problem := context.model.admission_problem(model.namespace, topic_name):
+            return model, context, self._result(body, Verdict(Phase.STALLED, NAMESPACE_NOT_ALLOWED, problem))
+        mine = claim_of(body)
+        winner = min([*claims, mine])
+        if winner.uid != mine.uid:
+            what = claim_key(body)
+            return model, context, self._result(body, Verdict(
+                Phase.STALLED, RESOURCE_CONFLICT,
+                f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
+                f"{model.kind} {winner.namespace}/{winner.name}"))
+        if not context.ready:
+            problem = context.problem or Problem("ClusterNotReady", "the cluster is not connected yet", True)
+            return model, context, self._result(body, Verdict(Phase.RECONCILING, problem.reason, problem.message))
+        return model, context, None
+
+    def _seed_ownership(self, context: ClusterContext, owner: str | None, body: Mapping[str, Any]) -> None:
+        """After a restart the status is where ownership survives: load it before planning."""
+        if owner is None or context.engine is None:
+            return
+        key = context.engine._state_key()
+        if owner in context.store.load(key).owners:
+            return
+        keys = ((body.get("status") or {}).get("managedConfigKeys")) or []
+        if keys:
+            context.store.update(key, {owner: {k: None for k in keys if isinstance(k, str)}})
+
+    def _fields(self, context: ClusterContext, model: Any) -> dict[str, Any]:
+        fields: dict[str, Any] = {"lastSyncTime": self.now()}
+        owner = _owner(model)
+        if owner is not None and context.engine is not None:
+            keys = context.store.load(context.engine._state_key()).keys(owner)
+            fields["managedConfigKeys"] = sorted(keys)
+        if isinstance(model, KafkaTopic):  # as declared; replaced by what Metadata says when it is read
+            fields["partitions"] = model.desired_partitions
+            fields["replicationFactor"] = model.desired_replication_factor
+        if isinstance(model, KafkaAcl):
+            fields["bindings"] = len(model.bindings)
+        return {k: v for k, v in fields.items() if v is not None}
+
+    # --- resources ---------------------------------------------------------------------------------------
+
+    async def reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim] = ()) -> Result:
+        started = time.monotonic()
+        model, context, early = self._gate(body, claims)
+        kind = str(body.get("kind"))
+        if early is not None:
+            self.metrics.record(kind, "skipped", early.status["conditions"][0]["reason"] if early.status else "", 0.0)
+            return early
+        assert context is not None and context.engine is not None
+        self._seed_ownership(context, _owner(model), body)
+        report = await context.engine.reconcile(DesiredState.of([model], context.model), RunOptions(all_topics=False))
+        outcome = next(o for o in report.outcomes if o.source == model.source)
+        fields = self._fields(context, model)
+        if isinstance(model, KafkaTopic) and outcome.ok:
+            info = await context.engine.batcher.describe_topic(model.topic_name)
+            if info.value is not None:
+                fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
+                              partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
+                fields = {k: v for k, v in fields.items() if v is not None}
+        verdict = Verdict.of(outcome)
+        self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
+        self.metrics.record_report(context.model.name, report)
+        self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
+        return self._result(body, verdict, fields)
+
+    async def remove(self, body: Mapping[str, Any], claims: Iterable[Claim] = ()) -> Result:
+        """A resource is being deleted: apply its deletion policy, then let the finalizer go."""
+        if is_unmanaged(body) or is_paused(body):
+            return Result(release=True, message="released without touching Kafka (unmanaged or paused)")
+        checked = check_custom_resource(body)
+        if checked.resource is None:
+            return Result(release=True, message="invalid resource: nothing of it was applied")
+        model = checked.resource
+        context = self.clusters.get(model.cluster_ref)
+        if context is None:
+            return Result(release=True, event=EventNote("Warning", CLUSTER_NOT_FOUND,
+                          f"KafkaCluster {model.cluster_ref} is gone: released without touching Kafka"))
+        mine = claim_of(body)
+        if min([*claims, mine]).uid != mine.uid:
+            return Result(release=True, message="this resource never managed it (conflict): released")
+        if isinstance(model, KafkaTopic):
+            policy = model.effective_deletion_policy(context.model)
+        else:
+            policy = context.model.spec.topic_deletion.policy
+        if policy is not DeletionPolicy.DELETE:
+            return Result(release=True, event=EventNote("Normal", "Retained",
+                                                        f"deletion policy {policy}: {model.kind} left in Kafka"))
+        if not context.ready:
+            problem = context.problem or Problem("ClusterNotReady", "the cluster is not connected", True)
+            return self._result(body, Verdict(
+                Phase.RECONCILING, problem.reason,
+                f"{problem.message}; cannot delete in Kafka yet (annotate kafkaops.io/managed=false to release "
+                "without deleting)"))
+        assert context.engine is not None and context.gate is not None
+        if isinstance(model, KafkaTopic) and not context.gate.admit(mine.uid):
+            message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on KafkaCluster "
+                       f"{context.model.name}: paused until a person annotates the KafkaCluster with "
+                       "kafkaops.io/confirm-deletions=true")
+            return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+        planned = await context.engine.plan_removal(model)
+        report = await context.engine.apply(planned, RunOptions(all_topics=False))
+        outcome = report.outcomes[0]
+        if outcome.ok:
+            return Result(release=True, event=EventNote("Normal", "Deleted", f"{model.kind} deleted in Kafka"))
+        verdict = Verdict.of(outcome)
+        result = self._result(body, verdict if verdict.phase is Phase.RECONCILING else
+                              Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
+        return result
+
+    # --- clusters ---------------------------------------------------------------------------------------
+
+    async def cluster_changed(self, body: Mapping[str, Any]) -> Result:
+        checked = check_custom_resource(body)
+        if checked.resource is None or not isinstance(checked.resource, KafkaCluster):
+            errors = [i for i in checked.issues if i.is_error]
+            return self._result(body, Verdict(Phase.STALLED, errors[0].rule if errors else "Invalid",
+                                              "; ".join(f"{i.path}: {i.reason}" for i in errors)))
+        context = await self.clusters.open(checked.resource)
+        if context.problem is not None:
+            phase = Phase.RECONCILING if context.problem.retriable else Phase.STALLED
+            result = self._result(body, Verdict(phase, context.problem.reason, context.problem.message))
+            # a cluster whose credentials fail is retried too: the Secret may be fixed without a spec change
+            return Result(result.status, result.event, self.retry_delay, message=result.message)
+        description = dict(context.description)
+        message = (f"connected: {len(description.get('brokers', []))} broker(s), controller "
+                   f"{description.get('controllerId')}")
+        return self._result(body, Verdict(Phase.READY, "Connected", message), description)
+
+    async def cluster_deleted(self, body: Mapping[str, Any]) -> None:
+        metadata = body.get("metadata") or {}
+        await self.clusters.close((metadata.get("namespace"), metadata.get("name")))
+
+    def confirm_deletions(self, body: Mapping[str, Any]) -> bool:
+        metadata = body.get("metadata") or {}
+        for context in self.clusters.contexts():
+            if context.key == (metadata.get("namespace"), metadata.get("name")) and context.gate is not None:
+                context.gate.confirm(self.clusters.settings.confirm_annotation_ttl)
+                return True
+        return False
+
+    # --- drift ----------------------------------------------------------------------------------------------
+
+    async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
+                     claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:
+        """Read every managed resource of the cluster in bulk; restore what drifted; report it.
+
+        Returns (body, result) for the resources whose status must change (drift restored, or a
+        previous Drifted condition to clear)."""
+        if not context.ready or context.engine is None:
+            return []
+        started = time.monotonic()
+        chosen: dict[Any, Mapping[str, Any]] = {}
+        for body in bodies:
+            if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            checked = check_custom_resource(body)
+            key = claim_key(body)
+            if checked.resource is None or key is None:
+                continue
+            mine = claim_of(body)
+            if min([*claims.get(key, ()), mine]).uid != mine.uid:
+                continue
+            chosen[checked.resource.source] = body
+            self._seed_ownership(context, _owner(checked.resource), body)
+        if not chosen:
+            return []
+        models = [check_custom_resource(b).resource for b in chosen.values()]
+        report = await context.engine.reconcile(DesiredState.of(models, context.model), RunOptions(all_topics=False))
+        self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
+        self.metrics.record_report(context.model.name, report)
+        changed: list[tuple[Mapping[str, Any], Result]] = []
+        for outcome in report.outcomes:
+            body = chosen.get(outcome.source)
+            if body is None:
+                continue
+            was_drifted = any(c.get("type") == "Drifted" and c.get("status") == "True"
+                              for c in (body.get("status") or {}).get("conditions") or ())
+            if outcome.state is State.APPLIED:
+                drift = "changed outside kafkaops and restored: " + ", ".join(str(c) for c in outcome.changes[:10])
+                self.metrics.drifted.labels(context.model.name, outcome.kind).inc()
+                result = self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift=drift)
+                changed.append((body, Result(result.status, EventNote("Warning", "DriftRestored", drift), None)))
+            elif outcome.state is State.UNCHANGED and was_drifted:
+                changed.append((body, self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift="")))
+            elif not outcome.ok:
+                changed.append((body, self._result(body, Verdict.of(outcome))))
+        return changed

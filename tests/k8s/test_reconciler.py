@@ -1,0 +1,223 @@
+"""The operator's decisions without Kubernetes: bodies in, status/events/retries out, against the
+fake cluster double (ACLs, brokers) and noida-db. kopf wiring is tested end to end elsewhere."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+import pytest
+
+from kafkaops.k8s.context import Clusters, OperatorSettings
+from kafkaops.k8s.kinds import claim_of
+from kafkaops.k8s.metrics import Metrics
+from kafkaops.k8s.reconciler import Reconciler
+from kafkaops.k8s.secrets import SecretNotFound
+from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
+from kafkaops.testing.fake_cluster import FakeClusterDouble
+
+API = "kafkaops.io/v1alpha1"
+_uids = itertools.count(1)
+
+
+class SecretReaderDouble:
+    def __init__(self, secrets: dict | None = None) -> None:
+        self.secrets = secrets or {}
+
+    async def read(self, namespace: str, name: str):
+        if (namespace, name) not in self.secrets:
+            raise SecretNotFound(f"Secret {namespace}/{name} not found")
+        return self.secrets[(namespace, name)]
+
+
+def body(kind: str, name: str, spec: dict, namespace: str = "team", created: str | None = None, **metadata) -> dict:
+    uid = next(_uids)
+    return {"apiVersion": API, "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{uid}", "generation": 1,
+                         "creationTimestamp": created or f"2026-01-01T00:00:{uid % 60:02d}Z", **metadata},
+            "spec": spec}
+
+
+def cluster_body(bootstrap: str, **spec) -> dict:
+    return body("KafkaCluster", "main", {"bootstrapServers": bootstrap.split(","), **spec}, namespace="team")
+
+
+def topic_body(name: str, partitions: int = 1, rf: int = 1, config: dict | None = None, **kw) -> dict:
+    spec = {"clusterRef": {"name": "main"}, "partitions": partitions, "replicationFactor": rf}
+    if config:
+        spec["config"] = config
+    return body("KafkaTopic", name, spec, **kw)
+
+
+def condition(result, type_: str) -> dict:
+    return next(c for c in result.status["conditions"] if c["type"] == type_)
+
+
+@pytest.fixture
+async def fake():
+    async with FakeClusterDouble(brokers=3, acls_enabled=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def reconciler(fake):
+    clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
+                                                               retry_delay=1.0, metrics_port=None))
+    reconciler = Reconciler(clusters, Metrics())
+    result = await reconciler.cluster_changed(cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete",
+                                                                                          "maxDeletionsPerReconcile": 2}))
+    assert condition(result, "Ready")["status"] == "True", result.status
+    assert result.status["clusterId"] and len(result.status["brokers"]) == 3 and "CreateTopics" in result.status["features"]
+    yield reconciler
+    await clusters.close_all()
+
+
+async def test_topic_becomes_ready_with_kstatus_fields(reconciler, fake) -> None:
+    topic = topic_body("orders", 3, 2, {"retention.ms": 3600000})
+    result = await reconciler.reconcile(topic)
+    assert condition(result, "Ready") | {} and condition(result, "Ready")["status"] == "True"
+    assert condition(result, "Reconciling")["status"] == "False" and condition(result, "Stalled")["status"] == "False"
+    assert result.status["observedGeneration"] == 1 and result.retry_after is None
+    assert result.status["partitions"] == 3 and result.status["replicationFactor"] == 2 and result.status["topicId"]
+    assert result.status["managedConfigKeys"] == ["retention.ms"]
+    assert result.event is not None and result.event.reason == "Applied"
+    topic["status"] = result.status
+    again = await reconciler.reconcile(topic)
+    assert condition(again, "Ready")["reason"] == "UpToDate" and again.event is None
+    assert condition(again, "Ready")["lastTransitionTime"] == condition(result, "Ready")["lastTransitionTime"]
+
+
+async def test_invalid_spec_is_stalled_with_the_field_path(reconciler) -> None:
+    result = await reconciler.reconcile(topic_body("bad", config={"retention.msx": 5}))
+    stalled = condition(result, "Stalled")
+    assert stalled["status"] == "True" and "spec.config.retention.msx" in stalled["message"]
+    assert result.retry_after is None and condition(result, "Ready")["status"] == "False"
+
+
+async def test_partition_decrease_is_stalled_and_changes_nothing(reconciler, fake) -> None:
+    topic = topic_body("shrink", 4)
+    await reconciler.reconcile(topic)
+    topic["spec"]["partitions"] = 2
+    topic["metadata"]["generation"] = 2
+    result = await reconciler.reconcile(topic)
+    assert condition(result, "Stalled")["reason"] == "PartitionDecrease" and result.status["observedGeneration"] == 2
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        assert len((await admin.describe_topics(["shrink"]))["shrink"].value.partitions) == 4
+
+
+async def test_second_claimant_of_a_topic_is_stalled_and_the_first_keeps_working(reconciler) -> None:
+    first = topic_body("shared", created="2026-01-01T00:00:00Z")
+    second = topic_body("shared", namespace="other", created="2026-01-02T00:00:00Z")
+    second["spec"]["clusterRef"] = {"name": "main", "namespace": "team"}
+    claims = [claim_of(first), claim_of(second)]
+    assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"
+    lost = await reconciler.reconcile(second, claims)
+    assert condition(lost, "Stalled")["reason"] == "ResourceConflict" and "team/shared" in condition(lost, "Stalled")["message"]
+    assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"  # no flapping
+    removed = await reconciler.remove(second, claims)
+    assert removed.release  # the loser never managed the topic: deleting it touches nothing
+
+
+async def test_paused_and_unmanaged_touch_nothing(reconciler, fake) -> None:
+    paused = topic_body("paused")
+    paused["metadata"]["annotations"] = {"kafkaops.io/paused": "true"}
+    result = await reconciler.reconcile(paused)
+    assert condition(result, "Ready")["reason"] == "Paused"
+    unmanaged = topic_body("unmanaged")
+    unmanaged["metadata"]["annotations"] = {"kafkaops.io/managed": "false"}
+    assert condition(await reconciler.reconcile(unmanaged), "Ready")["reason"] == "Unmanaged"
+    assert (await reconciler.remove(unmanaged)).release
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        assert set((await admin.metadata(None)).topics).isdisjoint({"paused", "unmanaged"})
+
+
+async def test_missing_cluster_keeps_reconciling_with_backoff(reconciler) -> None:
+    topic = topic_body("orphan")
+    topic["spec"]["clusterRef"] = {"name": "nowhere"}
+    result = await reconciler.reconcile(topic)
+    assert condition(result, "Reconciling")["reason"] == "ClusterNotFound" and result.retry_after == 1.0
+    assert condition(result, "Stalled")["status"] == "False"
+
+
+async def test_deletion_policies_and_the_cap_across_resources(reconciler, fake) -> None:
+    retained = topic_body("kept")
+    retained["spec"]["deletionPolicy"] = "Retain"
+    doomed = [topic_body(f"doomed-{i}") for i in range(3)]
+    for item in (retained, *doomed):
+        await reconciler.reconcile(item)
+    assert (await reconciler.remove(retained)).release
+    results = [await reconciler.remove(item) for item in doomed]
+    assert [r.release for r in results] == [True, True, False], [(r.message, r.status) for r in results]  # cap 2 per window
+    assert condition(results[2], "Reconciling")["reason"] == "DeletionCapExceeded"
+    assert reconciler.confirm_deletions(cluster_body(fake.bootstrap))
+    assert (await reconciler.remove(doomed[2])).release
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        assert {"kept"} <= set((await admin.metadata(None)).topics)
+        assert not {"doomed-0", "doomed-1", "doomed-2"} & set((await admin.metadata(None)).topics)
+
+
+async def test_acl_owns_its_principal_and_delete_policy_removes_bindings(reconciler, fake) -> None:
+    acl = body("KafkaAcl", "svc", {"clusterRef": {"name": "main"}, "principal": "User:svc",
+                                   "acls": [{"resource": {"type": "Topic", "name": "orders"}, "operations": ["Read"]}]})
+    assert condition(await reconciler.reconcile(acl), "Ready")["status"] == "True"
+    assert (await reconciler.remove(acl)).release
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        assert await admin.describe_acls(AclBindingFilter(principal="User:svc")) == ()
+
+
+async def test_resync_restores_drift_and_reports_it(reconciler, fake) -> None:
+    topic = topic_body("drifty", config={"retention.ms": 3600000})
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        await admin.incremental_alter_configs({ConfigResource.topic("drifty"): [AlterConfigOp("retention.ms", "1")]})
+        context = reconciler.clusters.contexts()[0]
+        changed = await reconciler.resync(context, [topic], {})
+        assert len(changed) == 1
+        drifted_body, result = changed[0]
+        drifted = condition(result, "Drifted")
+        assert drifted["status"] == "True" and "config.retention.ms: 1 -> 3600000" in drifted["message"]
+        assert result.event.reason == "DriftRestored"
+        entry = (await admin.describe_configs([ConfigResource.topic("drifty")]))[ConfigResource.topic("drifty")].value
+        assert entry["retention.ms"].value == "3600000" and entry["retention.ms"].source is ConfigSource.DYNAMIC_TOPIC_CONFIG
+        topic["status"] = result.status
+        cleared = await reconciler.resync(context, [topic], {})
+        assert condition(cleared[0][1], "Drifted")["status"] == "False"
+        assert await reconciler.resync(context, [dict(topic, status=cleared[0][1].status)], {}) == []
+
+
+async def test_ownership_survives_a_restart_through_status(reconciler, fake) -> None:
+    topic = topic_body("owned", config={"retention.ms": 3600000, "segment.ms": 7200000})
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics())  # a restarted operator
+    await fresh.cluster_changed(cluster_body(fake.bootstrap))
+    try:
+        changed = copy.deepcopy(topic)
+        del changed["spec"]["config"]["segment.ms"]
+        result = await fresh.reconcile(changed)
+        assert result.status["managedConfigKeys"] == ["retention.ms"]
+        async with AdminClient.connect(fake.bootstrap) as admin:
+            entries = (await admin.describe_configs([ConfigResource.topic("owned")]))[ConfigResource.topic("owned")].value
+            assert entries["segment.ms"].source is not ConfigSource.DYNAMIC_TOPIC_CONFIG  # reset: it was ours
+    finally:
+        await fresh.clusters.close_all()
+
+
+async def test_unreachable_cluster_and_bad_credentials_are_clear_and_never_leak(fake) -> None:
+    secret = "s3cr3t-password-value"
+    reader = SecretReaderDouble({("team", "creds"): {"username": b"admin", "password": secret.encode()}})
+    clusters = Clusters(reader, OperatorSettings(client_overrides={"connect_attempts": 1, "connect_timeout": 0.5,
+                                                                   "retry_attempts": 1, "request_timeout": 2.0},
+                                                 retry_delay=1.0, metrics_port=None))
+    reconciler = Reconciler(clusters, Metrics())
+    try:
+        down = await reconciler.cluster_changed(cluster_body("127.0.0.1:1"))
+        assert condition(down, "Reconciling")["reason"] == "ClusterUnreachable" and down.retry_after
+        missing = await reconciler.cluster_changed(cluster_body(fake.bootstrap, sasl={
+            "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "absent"}}))
+        assert condition(missing, "Ready")["reason"] == "CredentialsInvalid" and "team/absent" in condition(missing, "Ready")["message"]
+        refused = await reconciler.cluster_changed(cluster_body(fake.bootstrap, sasl={
+            "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}))
+        assert condition(refused, "Ready")["status"] == "False"
+        assert secret not in repr(refused) and secret not in repr(missing)
+    finally:
+        await clusters.close_all()
