@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import secrets
 
 import click
 
@@ -14,16 +14,21 @@ import click
 @click.option("--standalone", is_flag=True, help="Do not use peering: assume no other operator runs.")
 @click.option("--peering", "peering_name", default=None,
               help="The kopf peering object to coordinate replicas with (HA: only one replica reconciles).")
-@click.option("--priority", type=int, default=0, show_default=True, help="This replica's peering priority.")
+@click.option("--priority", type=int, default=None,
+              help="This replica's peering priority (default: a random one per process, so replicas of one "
+                   "Deployment never tie: kopf pauses replicas whose priority equals a live peer's).")
 @click.option("--liveness", "liveness_endpoint", default=None,
               help="Serve a liveness probe, e.g. http://0.0.0.0:8080/healthz.")
 @click.option("--metrics-port", type=int, default=9090, show_default=True,
               help="Serve Prometheus metrics on this port (/metrics); 0 disables.")
 @click.option("--retry-delay", type=float, default=15.0, show_default=True,
               help="Seconds before a retriable failure (cluster down, throttled) is retried.")
+@click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
+              default="full", show_default=True, help="Log lines as JSON objects (for collectors), or text.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
-def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None, priority: int,
-        liveness_endpoint: str | None, metrics_port: int, retry_delay: float, verbose: bool) -> None:
+def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
+        priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float, log_format: str,
+        verbose: bool) -> None:
     """Run the operator: reconcile KafkaCluster, KafkaTopic, KafkaAcl and KafkaBrokerConfig resources.
 
     Connects to Kubernetes with the in-cluster service account, else KUBECONFIG. Give the scope
@@ -38,8 +43,9 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
 
     if not clusterwide and not namespaces:
         raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
+    if priority is None:
+        priority = secrets.randbelow(2**31 - 2) + 1
     memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None))
     kopf.run(
         clusterwide=clusterwide,
