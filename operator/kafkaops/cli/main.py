@@ -26,3 +26,10 @@ from kafkaops.cli.dev_cluster import dev_cluster  # noqa: E402
 cli.add_command(dev_cluster)
 from kafkaops.cli.export import export  # noqa: E402
 cli.add_command(export)
+
+from kafkaops.cli.plan_apply import apply, plan  # noqa: E402
+
+cli.add_command(plan)
+cli.add_command(apply)
+from kafkaops.cli.run import run  # noqa: E402
+cli.add_command(run)

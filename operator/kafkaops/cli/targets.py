@@ -17,10 +17,12 @@ from pathlib import Path
 
 from kafkaops.kafka import ClientSettings, SecuritySettings
 from kafkaops.reconcile.desired import DesiredState, group_by_cluster
-from kafkaops.resources.models import KafkaCluster, Resource
+from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, Resource
 
 CLUSTER_NOT_FOUND = "ClusterNotFound"
 CREDENTIALS_MISSING = "CredentialsMissing"
+DECLARED_TWICE = "DeclaredTwice"
+CLIENT_CONFIG_INVALID = "ClientConfigInvalid"
 
 
 class TargetError(ValueError):
@@ -78,6 +80,34 @@ def cluster_settings(cluster: KafkaCluster, command_config: str | None, director
     return replace(settings, **overrides) if overrides else settings  # type: ignore[arg-type]
 
 
+def _identity(resource: Resource) -> str | None:
+    if isinstance(resource, KafkaTopic):
+        return f"topic {resource.topic_name!r}"
+    if isinstance(resource, KafkaAcl):
+        return f"principal {resource.principal!r}"
+    if isinstance(resource, KafkaBrokerConfig):
+        return "the cluster-wide broker config" if resource.broker_id is None else f"broker {resource.broker_id}'s config"
+    return None
+
+
+def split_clashes(resources: tuple[Resource, ...]) -> tuple[list[Resource], list[tuple[Resource, str, str]]]:
+    """Resources that would meet on one cluster twice (validated per cluster, but --bootstrap-server
+    sends every cluster's manifests to one): neither copy is applied, so no declaration silently wins."""
+    seen: dict[str, list[Resource]] = {}
+    for resource in resources:
+        if (identity := _identity(resource)) is not None:
+            seen.setdefault(identity, []).append(resource)
+    clashing: list[tuple[Resource, str, str]] = []
+    bad: set[int] = set()
+    for identity, items in seen.items():
+        if len(items) > 1:
+            for item in items:
+                others = ", ".join(str(o.source) for o in items if o is not item)
+                clashing.append((item, identity, others))
+                bad.add(id(item))
+    return [r for r in resources if id(r) not in bad], clashing
+
+
 def resolve_targets(
     resources: tuple[Resource, ...],
     bootstrap: str | None,
@@ -89,9 +119,13 @@ def resolve_targets(
     clusters = [r for r in resources if isinstance(r, KafkaCluster)]
     if bootstrap:
         policy_cluster = clusters[0] if len(clusters) == 1 else None
-        desired = DesiredState.of(resources, policy_cluster)
+        kept, clashing = split_clashes(resources)
+        desired = DesiredState.of(kept, policy_cluster)
         name = policy_cluster.name if policy_cluster else bootstrap
-        return [Target(name, client_settings(bootstrap, command_config, **overrides), desired)], []
+        unroutable = [Unroutable(r, DECLARED_TWICE, f"{what} is also declared by {other}; with --bootstrap-server every "
+                                                    "resource goes to one cluster, so neither is applied")
+                      for r, what, other in clashing]
+        return [Target(name, client_settings(bootstrap, command_config, **overrides), desired)], unroutable
     if not clusters:
         raise TargetError("no --bootstrap-server given and no KafkaCluster in the manifests: give "
                           "--bootstrap-server HOST:PORT, or include the KafkaCluster the clusterRefs name")
@@ -99,14 +133,18 @@ def resolve_targets(
     directory = config_dir(config_directory)
     targets: list[Target] = []
     unroutable = [
-        Unroutable(r, CLUSTER_NOT_FOUND, f"clusterRef {r.cluster_ref} names no KafkaCluster in the given manifests")
+        # Validation rejects a clusterRef to a name no KafkaCluster has; one left here names a
+        # KafkaCluster that is itself invalid (reported with the validation errors).
+        Unroutable(r, CLUSTER_NOT_FOUND, f"clusterRef {r.cluster_ref} names no valid KafkaCluster in the given "
+                                         "manifests")
         for r in groups.unresolved
     ]
     for cluster, desired in groups.groups:
         try:
             settings = cluster_settings(cluster, command_config, directory, **overrides)
-        except TargetError as exc:
-            unroutable.extend(Unroutable(r, CREDENTIALS_MISSING, str(exc))
+        except (TargetError, ValueError) as exc:  # ValueError: a bad <cluster>.properties fails its cluster only
+            reason = CREDENTIALS_MISSING if isinstance(exc, TargetError) else CLIENT_CONFIG_INVALID
+            unroutable.extend(Unroutable(r, reason, str(exc))
                               for r in (*desired.topics, *desired.acls, *desired.broker_configs))
             continue
         targets.append(Target(cluster.name, settings, desired))

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from kafkaops.cli.render import issue_line
 from kafkaops.resources.issues import ValidationIssue
 from kafkaops.resources.validation import ValidatedSet, load_and_validate
 
@@ -62,4 +63,4 @@ def _print_text(result: ValidatedSet, verbose: bool) -> None:
 
 
 def _line(issue: ValidationIssue) -> str:
-    return click.style(str(issue), fg="red" if issue.is_error else "yellow")
+    return issue_line(issue)  # shared with plan/apply, which print the same lines
