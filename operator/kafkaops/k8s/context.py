@@ -19,7 +19,7 @@ from kafkaops.kafka.apis import Api
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError
 from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretReader, TlsFiles, security_for
 from kafkaops.reconcile import Engine, Problem
-from kafkaops.reconcile.apply import problem_from_exception
+from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 

@@ -28,7 +28,6 @@ from kafkaops.k8s.status import (
     transition_event,
 )
 from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
-from kafkaops.reconcile.outcome import Outcome, Report
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import TypeAlias
 
 from kafkaops.kafka import AlterConfigOp, ConfigResource, NewPartitions, NewTopic
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError, KafkaRequestError, UnsupportedFeature
 from kafkaops.resources.acl import AclBinding
 from kafkaops.resources.documents import Source
 
@@ -114,6 +115,20 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.message}"
+
+
+UNSUPPORTED_FEATURE = "UnsupportedFeature"
+
+
+def problem_from_exception(exc: KafkaOpsError, what: str) -> Problem:
+    """A client-level failure (cluster unreachable, timed out after retries, API unsupported) as a Problem."""
+    if isinstance(exc, UnsupportedFeature):
+        return Problem(UNSUPPORTED_FEATURE, f"{what} needs {exc.api} (API key {exc.api_key}): {exc}")
+    if isinstance(exc, KafkaRequestError):
+        return Problem(exc.error.name, f"{what}: {exc}", exc.error.retriable)
+    if isinstance(exc, AuthenticationFailed):
+        return Problem("AuthenticationFailed", f"{what}: {exc}")
+    return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkaops.kafka import Batcher, ItemResult, KafkaError
-from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError, KafkaRequestError, UnsupportedFeature
+from kafkaops.kafka.errors import KafkaOpsError
 from kafkaops.reconcile.acls import exact_filter, to_wire
 from kafkaops.reconcile.actions import (
     AlterConfigs,
@@ -27,6 +27,7 @@ from kafkaops.reconcile.actions import (
     Problem,
     ResourcePlan,
     Step,
+    problem_from_exception,
 )
 
 REPLICA_CHANGE_NOT_APPLIED = "ReplicaChangeNotApplied"
@@ -58,7 +59,7 @@ def describe_step(step: Step) -> str:
             return f"CreateAcls({len(bindings)} binding(s))"
         case DeleteTopic(name):
             return f"DeleteTopics({name})"
-        case ChangeReplicas(topic, _target, rf):
+        case ChangeReplicas(topic=topic, replication_factor=rf):
             return f"replica change of {topic} (replication factor {rf})"
     raise TypeError(step)
 
@@ -66,17 +67,6 @@ def describe_step(step: Step) -> str:
 def _problem(step: Step, error: KafkaError) -> Problem:
     detail = f": {error.message}" if error.message else ""
     return Problem(error.name, f"{describe_step(step)} failed with {error.name}{detail}", error.retriable)
-
-
-def problem_from_exception(exc: KafkaOpsError, what: str) -> Problem:
-    """A client-level failure (cluster unreachable, timed out after retries, API unsupported) as a Problem."""
-    if isinstance(exc, UnsupportedFeature):
-        return Problem("UnsupportedFeature", f"{what}: {exc}")
-    if isinstance(exc, KafkaRequestError):
-        return Problem(exc.error.name, f"{what}: {exc}", exc.error.retriable)
-    if isinstance(exc, AuthenticationFailed):
-        return Problem("AuthenticationFailed", f"{what}: {exc}")
-    return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
 
 
 def _first_error(results: list[ItemResult]) -> KafkaError | None:
@@ -104,7 +94,7 @@ async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaEr
             if validate_only:
                 return "not validated: DeleteTopics has no validate-only mode"
             return (await batcher.delete_topic(name)).error
-        case ChangeReplicas(topic, _target, rf):
+        case ChangeReplicas(topic=topic, replication_factor=rf):
             return Problem(
                 REPLICA_CHANGE_NOT_APPLIED,
                 f"topic {topic!r}: changing the replication factor to {rf} or the replica assignment needs a "
