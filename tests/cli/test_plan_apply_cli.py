@@ -639,3 +639,25 @@ def test_bootstrap_override_refuses_one_topic_declared_for_two_clusters() -> Non
     targets, unroutable = resolve_targets(validated.valid, "127.0.0.1:9092", None)
     assert [t.topic_name for t in targets[0].desired.topics] == ["u"]
     assert sorted((u.reason, u.resource.topic_name) for u in unroutable) == [(DECLARED_TWICE, "t"), (DECLARED_TWICE, "t")]
+
+
+def test_replication_factor_change_through_apply_reports_progress_lines(tmp_path: Path) -> None:
+    """Not a terminal (CI logs): progress as "moving (...): N/M partitions (P%)" lines on stderr."""
+    with fake_cluster(tick_interval=0.02, racks=["a", "b", "c"]) as double:
+        path = write(tmp_path / "t.yaml", topic("grow", 6))
+        assert apply(path, double.bootstrap, "-y").exit_code == 0
+        write(path, topic("grow", 6, replicationFactor=3))
+        planned = plan(path, double.bootstrap)
+        assert planned.exit_code == 2 and "replicationFactor: 1 -> 3" in planned.stdout
+        assert "replica-change" in planned.stdout and "replicaAssignment:" in planned.stdout
+        moved = apply(path, double.bootstrap, "-y")
+        assert moved.exit_code == 0, moved.output
+        assert "): 6/6 partitions moved (100%)" in moved.stderr and "moving (" in moved.stderr
+        info = asyncio.run(_describe(double.bootstrap, "grow"))
+        assert all(len(set(replicas)) == 3 for replicas in info)
+        assert plan(path, double.bootstrap).exit_code == 0
+
+
+async def _describe(bootstrap: str, name: str) -> list[tuple[int, ...]]:
+    async with AdminClient.connect(bootstrap) as admin:
+        return [p.replicas for p in (await admin.describe_topics([name]))[name].value.partitions]

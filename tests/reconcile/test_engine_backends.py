@@ -19,6 +19,7 @@ from kafkaops.kafka import (
     NewTopic,
 )
 from kafkaops.reconcile.actions import CreateTopic
+from kafkaops.reconcile.reassign import ReassignmentSettings
 from kafkaops.reconcile import Action, DesiredState, Engine, FileOwnershipStore, RunOptions, State
 from kafkaops.testing.fake_cluster import FakeClusterDouble, FaultDouble
 
@@ -180,14 +181,44 @@ async def test_prune_deletes_undeclared_topics_within_the_cap_only(fake) -> None
     assert sorted((await admin.metadata(None)).topics) == ["keep"]
 
 
-async def test_replica_change_is_planned_not_run_and_other_changes_apply(fake) -> None:
-    _, admin = fake
-    await admin.create_topics([NewTopic("moving", 2, 1)])
-    report = await engine(admin).reconcile(desired(topic("moving", 2, 3, {"retention.ms": 7200000})))
+async def test_replication_factor_change_runs_as_a_throttled_reassignment_with_progress(fake, tmp_path) -> None:
+    cluster, admin = fake
+    await admin.create_topics([NewTopic("moving", 4, 1)])
+    for p in range(4):
+        cluster.set_partition_size("moving", 64 * 1024 * 1024, partition=p)
+    seen = []
+    state = FileOwnershipStore(tmp_path / "s.json")
+    eng = Engine(Batcher(admin, linger=0.01), ownership=state, cluster="test", on_reassignment=seen.append,
+                 reassignment=ReassignmentSettings(max_partitions_moving=2, poll_interval=0.02))
+    want = desired(kafka_cluster(), topic("moving", 4, 3, {"retention.ms": 7200000}))
+    want = replace(want, cluster=replace(want.cluster, spec=replace(want.cluster.spec, replication_throttle=10_000_000)))
+    report = await eng.reconcile(want)
     outcome = by_name(report)["moving"]
-    assert outcome.action is Action.REPLICA_CHANGE and outcome.problem.reason == "ReplicaChangeNotApplied"
+    assert outcome.state is State.APPLIED and outcome.action is Action.REPLICA_CHANGE, outcome
+    info = (await admin.describe_topics(["moving"]))["moving"].value
+    assert all(len(p.replicas) == 3 and len(set(p.replicas)) == 3 for p in info.partitions)
+    assert len({p.leader for p in info.partitions}) == 3  # preferred leaders spread, then elected
+    assert any(0 < s.partitions_done < s.partitions_total for s in seen), [s.message for s in seen]
+    assert any(s.throttle is not None for s in seen), [(s.state, s.throttle, s.notes) for s in seen]  # throttled while moving...
+    configs = (await admin.describe_configs([ConfigResource.topic("moving")]))[ConfigResource.topic("moving")].value
+    assert "leader.replication.throttled.replicas" not in {k for k, e in configs.items()
+                                                           if e.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}  # ...not after
     assert (await overrides(admin, "moving")) == {"retention.ms": "7200000"}
-    assert "AlterPartitionReassignments" not in report.requests
+    assert "reassignment/throttle" not in state.load(report.plan.cluster_id or "").owners
+    again = await eng.reconcile(want)
+    assert by_name(again)["moving"].state is State.UNCHANGED
+
+
+async def test_replica_change_without_reassignment_apis_is_unsupported_and_the_rest_applies() -> None:
+    async with FakeClusterDouble(brokers=3, disabled_apis={45, 46}) as cluster:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
+            await admin.create_topics([NewTopic("old-cluster", 1, 1)])
+            report = await engine(admin).reconcile(desired(topic("old-cluster", 1, 2, {"retention.ms": 7200000})))
+            outcome = by_name(report)["old-cluster"]
+            assert outcome.state is State.FAILED and outcome.problem.reason == "UnsupportedFeature"
+            assert "PartitionReassignments (API key 4" in outcome.problem.message and not outcome.problem.retriable
+            assert (await overrides(admin, "old-cluster")) == {"retention.ms": "7200000"}
+            assert "AlterPartitionReassignments" not in report.requests
 
 
 async def test_creates_from_many_resources_share_one_request(fake) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafkaops.kafka import AlterOp, ConfigResource, ConfigSource, KafkaError
 from kafkaops.kafka.errors import ErrorCode
 from kafkaops.reconcile import Action, Ownership, PlanOptions, plan
@@ -127,7 +129,28 @@ def test_replication_factor_change_is_planned_as_a_replica_change() -> None:
     r = only(plan(desired(topic("orders", 3, 3)), observed(observed_topic("orders", 3, 1))))
     assert r.action is Action.REPLICA_CHANGE
     assert isinstance(r.steps[0], ChangeReplicas) and r.steps[0].replication_factor == 3
-    assert [str(c) for c in r.changes] == ["replicationFactor: 1 -> 3"]
+    assert r.steps[0].target == ((1, 2, 3), (2, 1, 3), (3, 1, 2))  # existing replicas kept, leaders spread
+    assert [str(c) for c in r.changes] == ["replicationFactor: 1 -> 3",
+                                           "replicaAssignment: [[1], [2], [3]] -> [[1,2,3], [2,1,3], [3,1,2]]"]
+
+
+def test_a_topic_in_the_middle_of_a_move_is_planned_from_its_original_replicas() -> None:
+    from kafkaops.kafka import Reassignment, TopicPartition
+
+    moving = observed_topic("orders", 1, 1)  # Metadata during a 1 -> 3 move shows [1, 2, 3]
+    moving = replace(moving, assignment=((1, 2, 3),))
+    state = observed(moving, reassignments={TopicPartition("orders", 0): Reassignment(
+        TopicPartition("orders", 0), (1, 2, 3), adding=(2, 3), removing=())})
+    r = only(plan(desired(topic("orders", 1, 3)), state))
+    assert r.action is Action.REPLICA_CHANGE and r.steps[0].target == ((1, 2, 3),)
+    assert only(plan(desired(topic("orders", 1, 1)), state)).action is Action.NONE
+
+
+def test_partition_increase_with_a_new_replication_factor_places_new_partitions_at_the_new_factor() -> None:
+    r = only(plan(desired(topic("orders", 4, 2)), observed(observed_topic("orders", 2, 1))))
+    grow, change = r.steps
+    assert isinstance(grow, CreatePartitions) and all(len(replicas) == 2 for replicas in grow.request.assignments)
+    assert isinstance(change, ChangeReplicas) and len(change.target) == 2 and all(len(t) == 2 for t in change.target)
 
 
 def test_assignment_change_is_planned_as_a_replica_change() -> None:

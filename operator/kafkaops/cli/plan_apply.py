@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
@@ -296,7 +297,8 @@ async def open_session(session: Session, options: RunOptions) -> None:
     session.admin = AdminClient(target.settings)
     try:
         await session.admin.start()
-        session.engine = Engine(Batcher(session.admin), ownership=session.store, cluster=target.name)
+        session.engine = Engine(Batcher(session.admin), ownership=session.store, cluster=target.name,
+                                on_reassignment=ReassignmentDisplay(target.name))
         session.planned = await session.engine.plan(target.desired, options)
     except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
         session.error = _cluster_problem(exc, f"cannot plan cluster {target.name!r} at {session.bootstrap}")
@@ -374,6 +376,51 @@ class ProgressDisplay:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+class ReassignmentDisplay:
+    """Partition moves (replication-factor or assignment changes) can take hours: a rich bar on a
+    terminal, else a line like "moving: 12/48 partitions (31%)" each time another 10% is done (and
+    at most every 30 s otherwise), so CI logs show progress without flooding."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self._tty = sys.stderr.isatty()
+        self._bar: Any = None
+        self._task: Any = None
+        self._reported = -1
+        self._last = 0.0
+
+    def __call__(self, progress: Any) -> None:
+        if self._tty:
+            self._draw(progress)
+        else:
+            self._line(progress)
+        if progress.finished and self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def _draw(self, progress: Any) -> None:
+        if self._bar is None and not progress.finished:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(f"{self.cluster}: moving partitions", total=100)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=progress.percent,
+                             description=f"{self.cluster}: {progress.message or 'moving partitions'}")
+
+    def _line(self, progress: Any) -> None:
+        now = time.monotonic()
+        step = progress.percent // 10
+        if progress.finished or step > self._reported or now - self._last >= 30:
+            self._reported, self._last = step, now
+            summary = progress.message or (f"{progress.partitions_done}/{progress.partitions_total} partitions moved "
+                                           f"({progress.percent}%)")
+            click.echo(f"moving ({self.cluster}): {summary}", err=True)
 
 
 # --- the two flows ---------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ UNSUPPORTED_FEATURE = "UnsupportedFeature"
 def problem_from_exception(exc: KafkaOpsError, what: str) -> Problem:
     """A client-level failure (cluster unreachable, timed out after retries, API unsupported) as a Problem."""
     if isinstance(exc, UnsupportedFeature):
-        return Problem(UNSUPPORTED_FEATURE, f"{what} needs {exc.api} (API key {exc.api_key}): {exc}")
+        return Problem(UNSUPPORTED_FEATURE, f"{what}: {exc}")  # the exception names the API and versions
     if isinstance(exc, KafkaRequestError):
         return Problem(exc.error.name, f"{what}: {exc}", exc.error.retriable)
     if isinstance(exc, AuthenticationFailed):

@@ -30,7 +30,7 @@ from kafkaops.reconcile.actions import (
     problem_from_exception,
 )
 
-REPLICA_CHANGE_NOT_APPLIED = "ReplicaChangeNotApplied"
+DEFERRED = "deferred"  # run_step's answer for a step the engine runs after the others (ChangeReplicas)
 Progress = Callable[[ResourcePlan], None]
 
 
@@ -42,6 +42,7 @@ class Applied:
     done: tuple[Step, ...] = ()
     problem: Problem | None = None
     notes: tuple[str, ...] = ()
+    deferred: tuple[ChangeReplicas, ...] = ()  # replica changes: one reassignment run per cluster, after the rest
 
 
 def describe_step(step: Step) -> str:
@@ -74,7 +75,8 @@ def _first_error(results: list[ItemResult]) -> KafkaError | None:
 
 
 async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaError | Problem | str | None:
-    """None on success; a KafkaError or Problem on failure; a str when the step was skipped (why)."""
+    """None on success; a KafkaError or Problem on failure; a str when the step was skipped (why), or
+    DEFERRED for a replica change, which the engine runs as one reassignment for the whole cluster."""
     match step:
         case CreateTopic(topic):
             return (await batcher.create_topic(topic, validate_only=validate_only)).error
@@ -94,12 +96,10 @@ async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaEr
             if validate_only:
                 return "not validated: DeleteTopics has no validate-only mode"
             return (await batcher.delete_topic(name)).error
-        case ChangeReplicas(topic=topic, replication_factor=rf):
-            return Problem(
-                REPLICA_CHANGE_NOT_APPLIED,
-                f"topic {topic!r}: changing the replication factor to {rf} or the replica assignment needs a "
-                "partition reassignment, which this apply plans but does not run; the other changes were applied",
-            )
+        case ChangeReplicas():
+            if validate_only:
+                return "not validated: partition reassignment has no validate-only mode"
+            return DEFERRED
     raise TypeError(step)
 
 
@@ -108,6 +108,7 @@ async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bo
         return Applied(plan, problem=plan.problem)
     done: list[Step] = []
     notes: list[str] = []
+    deferred: list[ChangeReplicas] = []
     for step in plan.steps:
         try:
             outcome = await run_step(batcher, step, validate_only)
@@ -117,11 +118,14 @@ async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bo
             return Applied(plan, tuple(done), _problem(step, outcome), tuple(notes))
         if isinstance(outcome, Problem):
             return Applied(plan, tuple(done), outcome, tuple(notes))
+        if outcome == DEFERRED and isinstance(step, ChangeReplicas):
+            deferred.append(step)
+            continue
         if isinstance(outcome, str):
             notes.append(f"{describe_step(step)}: {outcome}")
             continue
         done.append(step)
-    return Applied(plan, tuple(done), None, tuple(notes))
+    return Applied(plan, tuple(done), None, tuple(notes), tuple(deferred))
 
 
 async def apply_plans(

@@ -13,10 +13,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from kafkaops.kafka import AlterOp, Batcher
-from kafkaops.reconcile.actions import Action, AlterConfigs, CreateTopic, DeleteTopic, Plan, ResourcePlan
+from kafkaops.kafka import AlterOp, Batcher, TopicPartition
+from kafkaops.kafka.errors import KafkaOpsError
+from kafkaops.reconcile.actions import (
+    Action,
+    AlterConfigs,
+    CreateTopic,
+    DeleteTopic,
+    Plan,
+    Problem,
+    ResourcePlan,
+    problem_from_exception,
+)
 from kafkaops.reconcile.apply import Applied, Progress, apply_plans
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.desired import DesiredState
@@ -24,7 +34,18 @@ from kafkaops.reconcile.observe import ObserveScope, observe
 from kafkaops.reconcile.observed import ObservedState
 from kafkaops.reconcile.outcome import Outcome, Report, State
 from kafkaops.reconcile.ownership import NoOwnershipStore, Ownership, OwnershipStore, fingerprint
+from kafkaops.reconcile.reassign import (
+    MoveBudget,
+    ProgressCallback,
+    ReassignmentPlan,
+    ReassignmentSettings,
+    ThrottleRecord,
+    cleanup_throttles,
+    plan_change,
+    run_reassignment,
+)
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
+from kafkaops.resources.documents import Source
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
 from kafkaops.reconcile.wait import expectations, wait_for
 
@@ -53,13 +74,24 @@ class Planned:
     ownership: Ownership
     state_key: str
     requests: Mapping[str, int] = field(default_factory=dict)  # sent while observing, by API
+    replication_throttle: int | None = None  # bytes/s while replicas move (the KafkaCluster's)
+
+
+THROTTLE_OWNER = "reassignment/throttle"  # the ownership entry holding the replication-throttle record
 
 
 class Engine:
-    def __init__(self, batcher: Batcher, *, ownership: OwnershipStore | None = None, cluster: str = "") -> None:
+    def __init__(self, batcher: Batcher, *, ownership: OwnershipStore | None = None, cluster: str = "",
+                 reassignment: ReassignmentSettings | None = None,
+                 on_reassignment: ProgressCallback | None = None) -> None:
         self.batcher = batcher
         self.store: OwnershipStore = ownership or NoOwnershipStore()
         self.cluster = cluster
+        # reassignment progress is polled like completion, at the client's slowest polling pace
+        self.reassignment = reassignment or ReassignmentSettings(poll_interval=batcher.admin.settings.wait_poll_max)
+        self.on_reassignment = on_reassignment
+        # one bound on partitions moving at once, shared by every reconcile of this cluster
+        self.move_budget = MoveBudget(self.reassignment.max_partitions_moving)
 
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
@@ -82,16 +114,22 @@ class Engine:
         ownership = self.store.load(key)
         observed = await self.observe(desired, all_topics=options.all_topics or options.prune, ownership=ownership)
         made = plan(desired, observed, ownership, options.plan_options, self.cluster)
-        return Planned(made, observed, ownership, key, _sent(before, self._requests()))
+        throttle = desired.cluster.spec.replication_throttle if desired.cluster is not None else None
+        return Planned(made, observed, ownership, key, _sent(before, self._requests()), throttle)
 
     async def apply(self, planned: Planned, options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
         started = time.monotonic()
         before = self._requests()
         pending = planned.plan.pending
+        if not options.validate_only:
+            await self._clean_leftover_throttle(planned.state_key)
         applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress)
         waited: dict = {}
         if options.wait and not options.validate_only:
             waited = await wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+        if not options.validate_only:
+            moved = await self._change_replicas(planned, applied)
+            waited.update({source: problem for source, problem in moved.items() if problem is not None})
         by_source = {a.plan.source: a for a in applied}
         outcomes = tuple(
             _outcome(r, by_source.get(r.source), waited.get(r.source), options.validate_only) for r in planned.plan.resources
@@ -116,6 +154,61 @@ class Engine:
         observed = await self.observe(desired, ownership=ownership)
         made = Plan(self.cluster, (plan_removal(resource, observed, ownership),), (), observed.cluster_id)
         return Planned(made, observed, ownership, key, _sent(before, self._requests()))
+
+    # --- replica changes: one reassignment run per cluster ------------------------------------------
+
+    async def _clean_leftover_throttle(self, key: str) -> None:
+        """A throttle recorded by a run that never finished (crash, Ctrl-C) is removed first."""
+        entry = self.store.load(key).owners.get(THROTTLE_OWNER)
+        if entry and await cleanup_throttles(self.batcher.admin, ThrottleRecord.from_entry(entry)) is None:
+            self.store.update(key, {THROTTLE_OWNER: None})
+
+    async def _change_replicas(self, planned: Planned, applied: list[Applied]) -> dict[Source, Problem | None]:
+        """Run every deferred ChangeReplicas of this apply as ONE reassignment (batches of partitions,
+        throttled when the cluster asks, progress reported, leaders elected after)."""
+        steps = [(a.plan.source, step) for a in applied if a.problem is None for step in a.deferred]
+        if not steps:
+            return {}
+        admin = self.batcher.admin
+        try:
+            meta = await admin.metadata(sorted({step.topic for _, step in steps}))  # fresh: partitions may be new
+            moving = await admin.list_partition_reassignments()
+        except KafkaOpsError as exc:
+            problem = problem_from_exception(exc, "preparing the partition reassignment")
+            return {source: problem for source, _ in steps}
+        brokers = {b.node_id: b.rack for b in meta.brokers.values()}
+        results: dict[Source, Problem | None] = {}
+        plans: dict[Source, ReassignmentPlan] = {}
+        for source, step in steps:
+            info = meta.topics.get(step.topic)
+            if info is None:
+                results[source] = Problem("UNKNOWN_TOPIC_OR_PARTITION", f"topic {step.topic!r} is gone")
+                continue
+            current = [
+                tuple(b for b in p.replicas if b not in moving[tp].adding) if (tp := TopicPartition(step.topic, p.partition)) in moving
+                else p.replicas
+                for p in sorted(info.partitions, key=lambda p: p.partition)
+            ]
+            made = plan_change(step.topic, current, step.replication_factor, brokers, step.target)
+            if isinstance(made, Problem):
+                results[source] = made
+            elif made:
+                plans[source] = made
+            else:
+                results[source] = None
+        if plans:
+            settings = self.reassignment
+            if planned.replication_throttle and settings.throttle_bytes_per_second is None:
+                settings = replace(settings, throttle_bytes_per_second=planned.replication_throttle)
+
+            def persist(record: ThrottleRecord | None) -> None:
+                self.store.update(planned.state_key, {THROTTLE_OWNER: None if record is None else record.to_entry()})
+
+            final = await run_reassignment(admin, ReassignmentPlan.merge(*plans.values()), settings,
+                                           self.on_reassignment, persist_throttle=persist, budget=self.move_budget)
+            for source, made in plans.items():
+                results[source] = next((p for t in made.topics if (p := final.problem_for(t)) is not None), None)
+        return results
 
     async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
                         progress: Progress | None = None) -> Report:

@@ -74,7 +74,7 @@ async def observe(batcher: Batcher, scope: ObserveScope) -> ObservedState:
         wanted = {name: keys for name, keys in scope.topic_configs.items() if name in infos}
     configs_task = asyncio.ensure_future(_read_topic_configs(batcher, wanted))
     reassign_task = asyncio.ensure_future(_read_reassignments(batcher) if scope.reassignments and infos else _nothing(None))
-    (acls, acls_error), (broker_configs, broker_errors), configs, reassigning = await asyncio.gather(
+    (acls, acls_error), (broker_configs, broker_errors), configs, reassignments = await asyncio.gather(
         acls_task, brokers_task, configs_task, reassign_task
     )
     meta = admin.cached_metadata
@@ -100,7 +100,7 @@ async def observe(batcher: Batcher, scope: ObserveScope) -> ObservedState:
         acls_error=acls_error,
         broker_configs=broker_configs,
         broker_config_errors=broker_errors,
-        reassigning=reassigning,
+        reassignments=reassignments,
         topic_errors=topic_errors,
     )
 
@@ -178,9 +178,9 @@ async def _read_acls(batcher: Batcher) -> tuple[dict[str, frozenset] | None, Kaf
     return {p: frozenset(b) for p, b in by_principal.items()}, None
 
 
-async def _read_reassignments(batcher: Batcher) -> frozenset | None:
+async def _read_reassignments(batcher: Batcher) -> dict | None:
     try:
         result = await batcher.list_reassignments()
     except UnsupportedFeature:
         return None
-    return None if result.value is None else frozenset(result.value)
+    return None if result.value is None else dict(result.value)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkaops.kafka import ConfigEntry, ConfigSource, KafkaError, TopicPartition
+from kafkaops.kafka import ConfigEntry, ConfigSource, KafkaError, Reassignment, TopicPartition
 from kafkaops.resources.acl import AclBinding
 
 EMPTY: Mapping = MappingProxyType({})
@@ -81,13 +81,28 @@ class ObservedState:
     # Dynamic broker configs by broker key ("" = cluster default, else the broker id).
     broker_configs: Mapping[str, Mapping[str, ObservedConfig]] = field(default_factory=lambda: EMPTY)
     broker_config_errors: Mapping[str, KafkaError] = field(default_factory=lambda: EMPTY)
-    # Partitions being reassigned (None: not read or not supported).
-    reassigning: frozenset[TopicPartition] | None = None
+    # Partitions being reassigned, with their target and the replicas being added/removed
+    # (None: not read, or the cluster has no ListPartitionReassignments).
+    reassignments: Mapping[TopicPartition, Reassignment] | None = None
     # Topics that could not be read (other than "does not exist"), e.g. TOPIC_AUTHORIZATION_FAILED.
     topic_errors: Mapping[str, KafkaError] = field(default_factory=lambda: EMPTY)
 
     def topic(self, name: str) -> ObservedTopic | None:
         return self.topics.get(name)
+
+    @property
+    def reassigning(self) -> frozenset[TopicPartition]:
+        return frozenset(self.reassignments or ())
+
+    def original_assignment(self, topic: ObservedTopic) -> tuple[tuple[int, ...], ...]:
+        """The topic's replicas without the ones a reassignment in flight is adding: while moving,
+        Metadata shows target + removing replicas, which would read as the new replication factor."""
+        moving = self.reassignments or {}
+        return tuple(
+            tuple(b for b in replicas if b not in moving[tp].adding) if (tp := TopicPartition(topic.name, p)) in moving
+            else replicas
+            for p, replicas in enumerate(topic.assignment)
+        )
 
 
 def broker_key(broker_id: int | None) -> str:

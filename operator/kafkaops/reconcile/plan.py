@@ -2,7 +2,8 @@
 
 Safety rules applied here (and tested in tests/reconcile/test_plan.py):
 - a partition decrease is refused: the resource gets a problem and no step;
-- replication-factor / assignment changes are planned as ChangeReplicas;
+- replication-factor / assignment changes are planned as ChangeReplicas with the target placement
+  computed here (placement.py), from the replicas before any reassignment in flight;
 - a config key is SET when it is declared and Kafka does not hold that value
   as an override of this resource; a key is DELETEd only when kafkaops owned
   it (Ownership) and the manifest no longer declares it: keys set by others
@@ -38,8 +39,9 @@ from kafkaops.reconcile.actions import (
 )
 from kafkaops.reconcile.configs import is_sensitive, values_equal
 from kafkaops.reconcile.desired import DesiredState
-from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic, broker_key
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState, broker_key
 from kafkaops.reconcile.ownership import Ownership, broker_owner, fingerprint_matches, topic_owner
+from kafkaops.reconcile.placement import plan_placement
 from kafkaops.resources.documents import Source
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaTopic
@@ -110,17 +112,26 @@ def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership)
             f"topic {topic.topic_name!r} has {current.partitions} partitions and the manifest asks for {wanted}: "
             "Kafka cannot remove partitions, so nothing was changed",
         ))
+    original = observed.original_assignment(current)
+    brokers = {b.node_id: b.rack for b in observed.brokers.values()}
     if wanted is not None and wanted > current.partitions:
-        extra = topic.replica_assignment[current.partitions:] if topic.replica_assignment else None
+        if topic.replica_assignment:
+            extra = topic.replica_assignment[current.partitions:]
+        elif topic.replication_factor not in (None, current.replication_factor) and brokers and original:
+            # new partitions get the new replication factor at once, placed with the rest
+            full = plan_placement(original + ((),) * (wanted - current.partitions), topic.replication_factor, brokers)
+            extra = full[current.partitions:]
+        else:
+            extra = None
         steps.append(CreatePartitions(NewPartitions(topic.topic_name, wanted, extra)))
         changes.append(FieldChange("partitions", str(current.partitions), str(wanted)))
         headline = Action.PARTITION_INCREASE
 
-    replica_change = _replica_change(topic, current)
+    replica_change = _replica_change(topic, original, brokers)
     if replica_change is not None:
-        step, change = replica_change
+        step, more = replica_change
         steps.append(step)
-        changes.append(change)
+        changes.extend(more)
         headline = Action.REPLICA_CHANGE
 
     ops, config_changes = _config_ops(base.owner or "", topic.config, current.configs,
@@ -169,18 +180,28 @@ def _placement_problem(topic: KafkaTopic, observed: ObservedState) -> Problem | 
     return None
 
 
-def _replica_change(topic: KafkaTopic, current: ObservedTopic) -> tuple[ChangeReplicas, FieldChange] | None:
-    if topic.replica_assignment is not None:
-        target = topic.replica_assignment[: current.partitions]
-        if tuple(target) != current.assignment[: len(target)]:
-            return (ChangeReplicas(topic.topic_name, tuple(target), len(target[0])),
-                    FieldChange("replicaAssignment", _assignment_text(current.assignment), _assignment_text(target)))
+def _replica_change(
+    topic: KafkaTopic, original: tuple[tuple[int, ...], ...], brokers: Mapping[int, str | None]
+) -> tuple[ChangeReplicas, list[FieldChange]] | None:
+    """A replication-factor or assignment change of the existing partitions, with its target
+    placement computed now (rack-aware, balanced, fewest moves: placement.py) so plans show it."""
+    if not original:
         return None
+    if topic.replica_assignment is not None:
+        target = tuple(topic.replica_assignment[: len(original)])
+        if target == original[: len(target)]:
+            return None
+        return (ChangeReplicas(topic.topic_name, target, len(target[0])),
+                [FieldChange("replicaAssignment", _assignment_text(original), _assignment_text(target))])
     rf = topic.replication_factor
-    if rf is not None and rf != current.replication_factor:
-        return (ChangeReplicas(topic.topic_name, None, rf),
-                FieldChange("replicationFactor", str(current.replication_factor), str(rf)))
-    return None
+    if rf is None or rf == len(original[0]):
+        return None
+    changes = [FieldChange("replicationFactor", str(len(original[0])), str(rf))]
+    if not brokers or rf > len(brokers):
+        return ChangeReplicas(topic.topic_name, None, rf), changes
+    target = plan_placement(original, rf, brokers)
+    changes.append(FieldChange("replicaAssignment", _assignment_text(original), _assignment_text(target)))
+    return ChangeReplicas(topic.topic_name, target, rf), changes
 
 
 def _assignment_text(assignment: tuple[tuple[int, ...], ...]) -> str:

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.kafka import (
     AdminClient,
@@ -108,6 +108,9 @@ THROTTLE_CLEANUP_FAILED = "ThrottleCleanupFailed"
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 MAX_FAILED_ROUNDS = 5  # consecutive progress rounds failing (cluster unreachable) before a run gives up
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
 ProgressCallback = Callable[["ReassignmentProgress"], "Awaitable[None] | None"]
 PersistThrottle = Callable[["ThrottleRecord | None"], "Awaitable[None] | None"]
 
