@@ -67,7 +67,7 @@ async def reconciler(fake):
     result = await reconciler.cluster_changed(cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete",
                                                                                           "maxDeletionsPerReconcile": 2}))
     assert condition(result, "Ready")["status"] == "True", result.status
-    assert result.status["clusterId"] and len(result.status["brokers"]) == 3 and "CreateTopics" in result.status["features"]
+    assert result.status["clusterId"] and len(result.status["brokers"]) == 3 and "CreateTopics" in result.status["features"]["adminApis"]
     yield reconciler
     await clusters.close_all()
 

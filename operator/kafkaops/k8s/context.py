@@ -161,7 +161,9 @@ async def describe(admin: AdminClient) -> dict[str, Any]:
     """Status fields of a KafkaCluster: id, controller, brokers and the admin features it supports."""
     description = await admin.describe_cluster()
     versions = await admin.api_versions()
-    features = sorted(api.title for api in Api if api.value in versions)
+    # the admin APIs kafkaops uses that this cluster offers, with the versions it advertises
+    features = {"adminApis": {api.title: f"{versions[api.value][0]}-{versions[api.value][1]}"
+                              for api in Api if api.value in versions}}
     return {
         "clusterId": description.cluster_id,
         "controllerId": description.controller_id,

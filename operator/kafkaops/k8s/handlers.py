@@ -9,6 +9,7 @@ Indexes (kept by kopf, complete before any handler runs):
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,11 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     await _state(memo).reconciler.clusters.close_all()
 
 
+def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
+    """kopf's Body is a read-only view; validation (jsonschema) and the engine want plain dicts."""
+    return copy.deepcopy(dict(body))
+
+
 def _finish(result: Result, body: kopf.Body, patch: kopf.Patch) -> None:
     if result.status is not None:
         patch.status.update(result.status)
@@ -96,7 +102,7 @@ def _claim_entry(body: kopf.Body) -> dict[Any, Claim] | None:
 
 def _cluster_entry(body: kopf.Body) -> dict[Any, dict[str, Any]] | None:
     cluster = cluster_of(body)
-    return {cluster: dict(body)} if cluster is not None else None
+    return {cluster: _plain(body)} if cluster is not None else None
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
@@ -136,14 +142,14 @@ def brokers_by_cluster(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]] |
 @kopf.on.create(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
 @kopf.on.update(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
 async def topic_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, topic_claims: kopf.Index, **_: Any) -> None:
-    _finish(await _state(memo).reconciler.reconcile(body, _claims(topic_claims, body)), body, patch)
+    _finish(await _state(memo).reconciler.reconcile(_plain(body), _claims(topic_claims, body)), body, patch)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURALS[KAFKA_ACL])
 @kopf.on.create(GROUP, VERSION, PLURALS[KAFKA_ACL])
 @kopf.on.update(GROUP, VERSION, PLURALS[KAFKA_ACL])
 async def acl_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, acl_claims: kopf.Index, **_: Any) -> None:
-    _finish(await _state(memo).reconciler.reconcile(body, _claims(acl_claims, body)), body, patch)
+    _finish(await _state(memo).reconciler.reconcile(_plain(body), _claims(acl_claims, body)), body, patch)
 
 
 @kopf.on.resume(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
@@ -151,11 +157,11 @@ async def acl_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, acl_c
 @kopf.on.update(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
 async def broker_config_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, broker_claims: kopf.Index,
                                 **_: Any) -> None:
-    _finish(await _state(memo).reconciler.reconcile(body, _claims(broker_claims, body)), body, patch)
+    _finish(await _state(memo).reconciler.reconcile(_plain(body), _claims(broker_claims, body)), body, patch)
 
 
 async def _removed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, claims: list[Claim]) -> None:
-    result = await _state(memo).reconciler.remove(body, claims)
+    result = await _state(memo).reconciler.remove(_plain(body), claims)
     if result.release:
         if result.event is not None:
             kopf.event(body, type=result.event.type, reason=result.event.reason, message=result.event.message)
@@ -186,7 +192,7 @@ async def broker_config_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.M
 @kopf.on.create(GROUP, VERSION, "kafkaclusters")
 @kopf.on.update(GROUP, VERSION, "kafkaclusters", field="spec")
 async def cluster_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, **_: Any) -> None:
-    _finish(await _state(memo).reconciler.cluster_changed(body), body, patch)
+    _finish(await _state(memo).reconciler.cluster_changed(_plain(body)), body, patch)
 
 
 @kopf.on.field(GROUP, VERSION, "kafkaclusters", field=("metadata", "annotations", CONFIRM_DELETIONS))
@@ -212,7 +218,8 @@ async def resync(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
     key = (namespace, name)
     while not stopped:
         context = state.reconciler.clusters.get(ClusterRef(name, namespace))
-        interval = context.model.spec.resync_interval_seconds if context is not None else 30.0
+        # no context yet (the create handler is still connecting): look again soon
+        interval = context.model.spec.resync_interval_seconds if context is not None else 1.0
         await stopped.wait(interval)
         if stopped or context is None:
             continue

@@ -134,6 +134,7 @@ class Reconciler:
             keys = context.store.load(context.engine._state_key()).keys(owner)
             fields["managedConfigKeys"] = sorted(keys)
         if isinstance(model, KafkaTopic):  # as declared; replaced by what Metadata says when it is read
+            fields["topicName"] = model.topic_name
             fields["partitions"] = model.desired_partitions
             fields["replicationFactor"] = model.desired_replication_factor
         if isinstance(model, KafkaAcl):
