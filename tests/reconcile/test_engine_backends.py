@@ -259,3 +259,15 @@ async def test_concurrent_per_resource_reconciles_share_their_reads_and_writes(f
     sent = {api: n - before.get(api, 0) for api, n in admin.requests_by_api.items() if n != before.get(api, 0)}
     assert sent["CreateTopics"] == 1 and sent["CreateAcls"] == 1 and sent["DescribeAcls"] == 1, sent
     assert sent["Metadata"] <= 4 and sent.get("ListPartitionReassignments", 0) <= 2, sent
+
+
+async def test_an_unchanged_topic_adopts_its_declared_keys(admin, unique, tmp_path) -> None:
+    """A topic already as declared (created by hand, or by a run that died before recording
+    ownership) is owned afterwards: dropping a key from the manifest then resets it."""
+    name = f"{unique}.adopt"
+    await admin.create_topics([NewTopic(name, 1, 1, {"retention.ms": "3600000"})])
+    state = FileOwnershipStore(tmp_path / "s.json")
+    first = await engine(admin, state).reconcile(desired(topic(name, 1, 1, {"retention.ms": 3600000})))
+    assert by_name(first)[name].state is State.UNCHANGED
+    dropped = await engine(admin, state).reconcile(desired(topic(name, 1, 1)))
+    assert [str(c) for c in by_name(dropped)[name].changes] == ["config.retention.ms: - 3600000"]

@@ -135,7 +135,10 @@ class Engine:
             _outcome(r, by_source.get(r.source), waited.get(r.source), options.validate_only) for r in planned.plan.resources
         )
         if not options.validate_only:
-            changes = ownership_changes(planned.ownership, applied)
+            # unchanged resources adopt their declared keys too (a key set by hand to the declared value,
+            # or a topic created by a run that died before recording it)
+            unchanged = [Applied(r) for r in planned.plan.resources if not r.pending and r.owner is not None]
+            changes = ownership_changes(planned.ownership, [*applied, *unchanged])
             if changes:
                 self.store.update(planned.state_key, changes)
         sent = dict(planned.requests)
