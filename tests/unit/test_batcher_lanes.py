@@ -82,3 +82,37 @@ async def test_a_result_missing_from_the_answer_is_an_error_not_a_drop():
     lane = _Lane("test", forgetful, lambda v: 1, linger=0.0, budget=10_000)
     result = await lane.submit("a", 1)
     assert result.error is not None and "no result for a" in result.error.message
+
+
+async def test_a_window_stays_open_while_items_trickle_in_up_to_linger_max():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.03, budget=10_000, linger_max=0.3)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    waiting = []
+    for i in range(20):  # one item every 10 ms: never a 30 ms gap
+        waiting.append(asyncio.ensure_future(lane.submit(f"k{i}", i)))
+        await asyncio.sleep(0.01)
+    await asyncio.gather(*waiting)
+    assert len(send.batches) == 1 and len(send.batches[0]) == 20
+    assert loop.time() - started < 0.3 + 0.1
+
+
+async def test_linger_max_bounds_the_window():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.03, budget=10_000, linger_max=0.1)
+    waiting = []
+    for i in range(30):  # 300 ms of trickle: windows close at 100 ms
+        waiting.append(asyncio.ensure_future(lane.submit(f"k{i}", i)))
+        await asyncio.sleep(0.01)
+    await asyncio.gather(*waiting)
+    assert 2 <= len(send.batches) <= 5 and sum(len(b) for b in send.batches) == 30
+
+
+async def test_a_lone_item_waits_only_linger():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.02, budget=10_000, linger_max=5.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await lane.submit("only", 1)
+    assert loop.time() - started < 1.0  # not linger_max

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from kafkaops.reconcile.outcome import Report
 
 
 class Metrics:
@@ -28,6 +27,7 @@ class Metrics:
         self.drifted = Counter("kafkaops_drift_restored_total", "Resources whose drift a resync restored",
                                ["cluster", "kind"], registry=r)
         self._lane_batches: dict[tuple[str, str], int] = {}
+        self._requests_seen: dict[tuple[str, str], int] = {}
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
@@ -36,9 +36,14 @@ class Metrics:
         self.reconciles.labels(kind, outcome, reason).inc()
         self.duration.labels(kind).observe(seconds)
 
-    def record_report(self, cluster: str, report: Report) -> None:
-        for api, count in report.requests.items():
-            self.requests.labels(cluster, api).inc(count)
+    def record_requests(self, cluster: str, sent: Mapping[str, int]) -> None:
+        """Count the admin client's requests from its running totals (a Report's counts would count
+        the requests of concurrent reconciles once per reconcile)."""
+        for api, total in sent.items():
+            seen = self._requests_seen.get((cluster, api), 0)
+            if total > seen:
+                self.requests.labels(cluster, api).inc(total - seen)
+                self._requests_seen[(cluster, api)] = total
 
     def record_batcher(self, cluster: str, stats: Mapping[str, object], depth: int) -> None:
         """Observe each lane's new batches since the last call (their mean size), and the queue depth."""

@@ -163,7 +163,7 @@ class Reconciler:
                 fields = {k: v for k, v in fields.items() if v is not None}
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
-        self.metrics.record_report(context.model.name, report)
+        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
@@ -271,7 +271,7 @@ class Reconciler:
         models = [check_custom_resource(b).resource for b in chosen.values()]
         report = await context.engine.reconcile(DesiredState.of(models, context.model), RunOptions(all_topics=False))
         self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
-        self.metrics.record_report(context.model.name, report)
+        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         changed: list[tuple[Mapping[str, Any], Result]] = []
         for outcome in report.outcomes:
             body = chosen.get(outcome.source)

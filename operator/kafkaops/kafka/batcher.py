@@ -1,9 +1,13 @@
 """The Batcher: single items from many concurrent callers, one request per API per window.
 
 Each API has a lane. The first item submitted to an idle lane starts a linger
-timer (``settings.linger``, at most 50 ms by default); every item submitted
-before it fires joins the same batch, which is sent as one admin call when
-the timer fires or as soon as the queued items reach the record budget.
+timer (``settings.linger``, 50 ms by default); every item submitted before it
+fires joins the same batch, which is sent as one admin call when the timer
+fires or as soon as the queued items reach the record budget. While items keep
+arriving, the window stays open until `linger` passes without a new item, but
+never longer than ``settings.linger_max`` after its first item (0.5 s by
+default): resources that trickle in (an operator seeing 2,000 new objects over
+4 seconds) still share a few requests, and a lone item waits only `linger`.
 Each caller awaits only its own ``ItemResult``.
 
 Two rules borrowed from Strimzi's BatchingLoop:
@@ -65,11 +69,14 @@ class _Waiting(Generic[V, R]):
 
 
 class _Lane(Generic[K, V, R]):
-    def __init__(self, name: str, send: Send[K, V, R], cost: Callable[[V], int], linger: float, budget: int) -> None:
+    def __init__(self, name: str, send: Send[K, V, R], cost: Callable[[V], int], linger: float, budget: int,
+                 linger_max: float | None = None) -> None:
         self.name = name
         self._send = send
         self._cost = cost
         self._linger = linger
+        self._linger_max = max(linger, linger if linger_max is None else linger_max)
+        self._window_start = 0.0
         self._budget = budget
         self._queue: dict[K, _Waiting[V, R]] = {}
         self._queued_records = 0
@@ -96,9 +103,22 @@ class _Lane(Generic[K, V, R]):
         self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._queue))
         if self._queued_records >= self._budget:
             self._flush()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._linger, self._flush)
+        else:
+            self._schedule()
         return await future
+
+    def _schedule(self) -> None:
+        """Start the window, or push its end `linger` past this item, within `linger_max`."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self._timer is None:
+            self._window_start = now
+            self._timer = loop.call_later(self._linger, self._flush)
+        elif self._linger_max > self._linger:
+            deadline = min(now + self._linger, self._window_start + self._linger_max)
+            if deadline > self._timer.when():
+                self._timer.cancel()
+                self._timer = loop.call_at(deadline, self._flush)
 
     def _flush(self) -> None:
         if self._timer is not None:
@@ -135,6 +155,7 @@ class _Lane(Generic[K, V, R]):
         finally:
             self._in_flight.difference_update(batch)
             if self._queue and self._timer is None:
+                self._window_start = asyncio.get_running_loop().time()
                 self._timer = asyncio.get_running_loop().call_later(self._linger, self._flush)
 
     async def drain(self) -> None:
@@ -154,13 +175,14 @@ class Batcher:
     def __init__(self, admin: AdminClient, *, linger: float | None = None, max_records: int | None = None) -> None:
         self.admin = admin
         self._linger = admin.settings.linger if linger is None else linger
+        self._linger_max = max(self._linger, admin.settings.linger_max)
         self._budget = admin.settings.batch_max_records if max_records is None else max_records
         self._lanes: dict[str, _Lane[Any, Any, Any]] = {}
 
     def _lane(self, name: str, send: Send[Any, Any, Any], cost: Callable[[Any], int] = one_record) -> _Lane[Any, Any, Any]:
         lane = self._lanes.get(name)
         if lane is None:
-            lane = self._lanes[name] = _Lane(name, send, cost, self._linger, self._budget)
+            lane = self._lanes[name] = _Lane(name, send, cost, self._linger, self._budget, self._linger_max)
         return lane
 
     @property

@@ -51,6 +51,7 @@ class ClientSettings:
     max_records_per_request: int = 10_000
     # The Batcher.
     linger: float = 0.05
+    linger_max: float = 0.5  # a window stays open while items keep coming, up to this long
     batch_max_records: int = 10_000
     # The reconcile engine's completion polling (batched Metadata/DescribeConfigs rounds).
     wait_timeout: float = 120.0
@@ -62,6 +63,8 @@ class ClientSettings:
             raise ValueError("no bootstrap servers given")
         if self.linger < 0 or self.linger > 1.0:
             raise ValueError("linger must be between 0 and 1 second")
+        if self.linger_max < 0 or self.linger_max > 5.0:
+            raise ValueError("linger_max must be between 0 and 5 seconds")
         if self.max_records_per_request < 1 or self.batch_max_records < 1:
             raise ValueError("record budgets must be positive")
         if self.max_in_flight < 1:

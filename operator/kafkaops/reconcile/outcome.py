@@ -50,7 +50,9 @@ class Report:
     cluster: str
     plan: Plan
     outcomes: tuple[Outcome, ...]
-    requests: Mapping[str, int] = field(default_factory=dict)  # admin requests sent (observe, apply and wait), by API
+    # admin requests sent while this run was in progress (observe, apply, wait), by API; runs sharing
+    # one client concurrently (the operator) each count the shared requests
+    requests: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     @property

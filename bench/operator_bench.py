@@ -1,0 +1,94 @@
+"""Benchmark: 2,000 KafkaTopic resources created at once; the operator reconciles them on noida-db.
+
+Starts noida-db, the Kubernetes API emulator and `kafkaops run` (each its own process), creates
+the KafkaCluster, then N KafkaTopics as fast as the API accepts them, and measures the time until
+every one is Ready. Requests by API come from the operator's own Prometheus metrics
+(kafkaops_admin_requests_total); the operator's peak RSS from /proc (VmHWM).
+
+    .venv/bin/python bench/operator_bench.py [--topics 2000]
+
+Not a test: numbers vary with the machine; docs/benchmarks.md records them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
+
+from conftest import Kube, condition, ready, wait_until  # noqa: E402  (the e2e tests' client helper)
+
+from kafkaops.testing.servers import free_port, start_noida  # noqa: E402
+from kafkaops.testing.stack import start_emulator, start_operator  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+API = "kafkaops.io/v1alpha1"
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def requests_by_api(port: int) -> dict[str, int]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    found: dict[str, int] = {}
+    for api, value in re.findall(r'kafkaops_admin_requests_total\{api="([^"]+)",cluster="[^"]*"\} ([0-9.e+]+)', text):
+        found[api] = found.get(api, 0) + int(float(value))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topics", type=int, default=2000)
+    args = parser.parse_args()
+    metrics_port = free_port()
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port))
+        try:
+            kube = Kube(api.kubeconfig, "kafka")
+            kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "bench"},
+                                          "spec": {"bootstrapServers": [noida.bootstrap]}})
+            wait_until(ready(kube, "kafkaclusters", "bench"), timeout=60, what="KafkaCluster Ready")
+            before = requests_by_api(metrics_port)
+            start = time.perf_counter()
+
+            def create(i: int) -> None:
+                kube.create("kafkatopics", {"apiVersion": API, "kind": "KafkaTopic",
+                                            "metadata": {"name": f"bench-{i:05d}"},
+                                            "spec": {"clusterRef": {"name": "bench"}, "partitions": 3,
+                                                     "replicationFactor": 1, "config": {"retention.ms": "86400000"}}})
+
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(create, range(args.topics)))
+            created = time.perf_counter() - start
+
+            def all_ready() -> bool:
+                items = kube.list("kafkatopics")
+                return len(items) == args.topics and all(condition(o, "Ready").get("status") == "True" for o in items)
+
+            wait_until(all_ready, timeout=600, what="every KafkaTopic Ready")
+            total = time.perf_counter() - start
+            after = requests_by_api(metrics_port)
+            sent = {api: n - before.get(api, 0) for api, n in sorted(after.items()) if n != before.get(api, 0)}
+            rss = peak_rss_mib(operator.pid)
+        finally:
+            operator.stop()
+    creates = sent.get("CreateTopics", 0)
+    print(f"{args.topics} KafkaTopics (3 partitions, 1 config each) on noida-db; python {sys.version.split()[0]}")
+    print(f"  all {args.topics} created in the API after {created:.1f} s; all Ready after {total:.1f} s")
+    print(f"  admin requests by API: {sent}")
+    print(f"  CreateTopics requests: {creates} (target <= 40)")
+    print(f"  operator peak RSS: {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
