@@ -21,7 +21,9 @@ demo: setup
 	$(PY) -m kafkaops.demo
 
 bench: setup
-	$(PY) bench/batcher_bench.py
+	$(PY) bench/batcher_bench.py --topics 10000 --backend noida,fake
+	$(PY) bench/apply_bench.py --topics 5000
+	$(PY) bench/operator_bench.py --topics 2000
 
 dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092

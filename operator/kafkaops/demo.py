@@ -1,54 +1,136 @@
-"""`make demo`: start an embedded noida-db, create example topics through the
-Batcher (one request for all of them), and print what the cluster then holds."""
+"""`make demo`: the operator end to end on one machine, on embedded defaults.
+
+Without a Kubernetes context and a bootstrap server it starts everything itself: a Kafka cluster
+(`kafkaops dev-cluster`, the fake 3-broker cluster double with an authorizer, because the examples
+include ACLs and broker configs, which noida-db does not keep), the Kubernetes API emulator with
+the CRDs installed, and the operator (`kafkaops run`). It applies examples/clusters/dev (the
+KafkaCluster pointed at that Kafka), waits until every resource is Ready, prints them like
+`kubectl get kafka`, and shuts everything down.
+
+Given KUBECONFIG (with the CRDs installed and the operator running there) and --bootstrap-server,
+it uses those instead and starts nothing.
+
+    python -m kafkaops.demo [--bootstrap-server HOST:PORT] [--timeout 120]
+"""
 
 from __future__ import annotations
 
-import asyncio
+import argparse
+import copy
+import os
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kafkaops.kafka import AdminClient, Batcher, ConfigResource, NewTopic
-from kafkaops.testing.servers import start_noida
+from kafkaops.resources.kinds import KAFKA_CLUSTER
+from kafkaops.testing.stack import start_dev_cluster, start_emulator, start_operator
 
-EXAMPLE_TOPICS = (
-    NewTopic("orders.created", partitions=6, replication_factor=1, configs={"retention.ms": "604800000"}),
-    NewTopic("orders.shipped", partitions=6, replication_factor=1, configs={"cleanup.policy": "compact"}),
-    NewTopic("payments.authorized", partitions=3, replication_factor=1, configs={"min.insync.replicas": "1"}),
-    NewTopic("analytics.clickstream", partitions=12, replication_factor=1, configs={"retention.ms": "86400000", "compression.type": "zstd"}),
-)
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "clusters" / "dev"
+PLURALS = {"KafkaCluster": "kafkaclusters", "KafkaTopic": "kafkatopics", "KafkaAcl": "kafkaacls",
+           "KafkaBrokerConfig": "kafkabrokerconfigs"}
+GROUP, VERSION = "kafkaops.io", "v1alpha1"
 
 
-async def run(bootstrap: str, console: Console) -> None:
-    async with AdminClient.connect(bootstrap) as admin:
-        batcher = Batcher(admin)
-        results = await asyncio.gather(*(batcher.create_topic(t) for t in EXAMPLE_TOPICS))
-        for topic, result in zip(EXAMPLE_TOPICS, results):
-            outcome = "created" if result.ok else str(result.error)
-            console.print(f"  {topic.name}: {outcome}")
-        console.print(f"[dim]admin requests sent: {admin.requests_by_api}[/dim]")
+def example_documents(bootstrap: str) -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") in PLURALS:
+                doc = copy.deepcopy(doc)
+                if doc["kind"] == KAFKA_CLUSTER:
+                    doc["spec"]["bootstrapServers"] = bootstrap.split(",")
+                docs.append(doc)
+    return docs
 
-        meta = await admin.metadata()
-        names = sorted(n for n, t in meta.topics.items() if not t.internal)
-        configs = await admin.describe_configs([ConfigResource.topic(n) for n in names])
-        table = Table(title=f"cluster {meta.cluster_id} (controller {meta.controller_id}, {len(meta.brokers)} broker)")
-        for column in ("topic", "partitions", "RF", "all led", "non-default configs"):
-            table.add_column(column)
-        for name in names:
-            info = meta.topics[name]
-            entries = configs[ConfigResource.topic(name)].value or {}
-            custom = ", ".join(f"{k}={v.value}" for k, v in sorted(entries.items()) if not v.is_default)
-            table.add_row(name, str(len(info.partitions)), str(info.replication_factor), "yes" if info.all_led else "no", custom)
-        console.print(table)
+
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or () if c.get("type") == type_), {})
+
+
+def _age(timestamp: str | None) -> str:
+    if not timestamp:
+        return ""
+    seconds = max(0, int(time.time() - time.mktime(time.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ")) + time.timezone))
+    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
+
+
+def run(kubeconfig: Path, bootstrap: str, timeout: float, console: Console) -> bool:
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    custom = client.CustomObjectsApi(api_client)
+    core = client.CoreV1Api(api_client)
+    docs = example_documents(bootstrap)
+    for namespace in sorted({d["metadata"].get("namespace", "default") for d in docs}):
+        if namespace not in {n.metadata.name for n in core.list_namespace().items}:
+            core.create_namespace({"metadata": {"name": namespace}})
+    for doc in docs:
+        namespace = doc["metadata"].get("namespace", "default")
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURALS[doc["kind"]], doc)
+    console.print(f"applied {len(docs)} resources from {EXAMPLES.relative_to(ROOT)} "
+                  f"(KafkaCluster dev -> {bootstrap})")
+
+    def current() -> list[dict[str, Any]]:
+        return [item for doc_kind, plural in PLURALS.items()
+                for item in custom.list_cluster_custom_object(GROUP, VERSION, plural)["items"]]
+
+    deadline = time.monotonic() + timeout
+    items = current()
+    shown = -1
+    while time.monotonic() < deadline:
+        items = current()
+        ready = sum(1 for i in items if _condition(i, "Ready").get("status") == "True")
+        if ready != shown:
+            console.print(f"  {ready}/{len(docs)} Ready")
+            shown = ready
+        if ready == len(docs):
+            break
+        time.sleep(0.5)
+    table = Table(title="kubectl get kafka -A", title_justify="left")
+    for column in ("NAMESPACE", "KIND", "NAME", "READY", "REASON", "PARTITIONS", "RF", "AGE"):
+        table.add_column(column)
+    for item in sorted(items, key=lambda i: (list(PLURALS).index(i["kind"]), i["metadata"]["name"])):
+        ready = _condition(item, "Ready")
+        status = item.get("status") or {}
+        table.add_row(item["metadata"].get("namespace", ""), item["kind"], item["metadata"]["name"],
+                      ready.get("status", "Unknown"), ready.get("reason", ""), str(status.get("partitions", "")),
+                      str(status.get("replicationFactor", "")), _age(item["metadata"].get("creationTimestamp")))
+    console.print(table)
+    all_ready = all(_condition(i, "Ready").get("status") == "True" for i in items) and len(items) == len(docs)
+    console.print("[green]every example is Ready[/green]" if all_ready else "[red]not every example became Ready[/red]")
+    return all_ready
 
 
 def main() -> None:
-    console = Console()
-    console.print("[bold]kafkaops demo[/bold]: starting an embedded noida-db Kafka server ...")
-    with start_noida() as server:
-        console.print(f"noida-db listening on {server.bootstrap} (pid {server.pid}); creating example topics:")
-        asyncio.run(run(server.bootstrap, console))
-    console.print("noida-db stopped.")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap-server", default=os.environ.get("KAFKAOPS_DEMO_BOOTSTRAP"))
+    parser.add_argument("--timeout", type=float, default=120.0)
+    args = parser.parse_args()
+    console = Console() if sys.stdout.isatty() else Console(width=160)  # logs: no truncated columns
+    kubeconfig = os.environ.get("KUBECONFIG")
+    with ExitStack() as stack:
+        if kubeconfig and args.bootstrap_server:
+            console.print(f"using KUBECONFIG={kubeconfig} and Kafka at {args.bootstrap_server} "
+                          "(the operator must run there)")
+            bootstrap, config_path = args.bootstrap_server, Path(kubeconfig)
+        else:
+            kafka = stack.enter_context(start_dev_cluster())
+            console.print(f"Kafka: kafkaops dev-cluster (fake 3-broker cluster double) at {kafka.url}")
+            api = stack.enter_context(start_emulator(ROOT / "crds"))
+            console.print(f"Kubernetes: API emulator at {api.url}, CRDs from crds/ installed")
+            operator = stack.enter_context(start_operator(api.kubeconfig))
+            console.print(f"operator: kafkaops run -A (pid {operator.pid})")
+            bootstrap, config_path = kafka.url, api.kubeconfig
+        ok = run(config_path, bootstrap, args.timeout, console)
+    console.print("stopped everything it started")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,24 @@ def start_emulator(crds: str | Path | Sequence[str | Path] = "crds", namespaces:
     return child
 
 
+def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
+    """`kafkaops dev-cluster --port 0` (the fake cluster double, with ACLs) in its own process;
+    `url` holds its bootstrap servers (the first line it prints)."""
+    directory = Path(tempfile.mkdtemp(prefix="kafkaops-dev-cluster-"))
+    log_path = directory / "dev-cluster.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "kafkaops", "dev-cluster", "--port", "0", *extra],
+                                   stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+    child = ChildProcess("dev-cluster", process, directory, log_path)
+    assert process.stdout is not None
+    line = process.stdout.readline() if process.poll() is None else b""
+    if not line.strip():
+        child.stop(remove=False)
+        raise RuntimeError(f"kafkaops dev-cluster did not start:\n{child.log()}")
+    child.url = line.decode().strip()
+    return child
+
+
 def start_operator(kubeconfig: str | Path, *extra: str, log_path: Path | None = None,
                    env: dict[str, str] | None = None) -> ChildProcess:
     """`kafkaops run -A --standalone` against `kubeconfig` (extra: more `kafkaops run` options)."""

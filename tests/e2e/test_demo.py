@@ -1,0 +1,17 @@
+"""`make demo` keeps working: it starts its own Kafka, API emulator and operator, and every
+example becomes Ready."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def test_demo_ends_with_every_example_ready() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KAFKAOPS_DEMO_BOOTSTRAP")}
+    result = subprocess.run([sys.executable, "-m", "kafkaops.demo", "--timeout", "90"], capture_output=True,
+                            text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "every example is Ready" in result.stdout
+    assert "14/14 Ready" in result.stdout and "stopped everything it started" in result.stdout
