@@ -147,3 +147,18 @@ def test_credentials_failure_is_clear(kube: Kube, operator, noida, name: str) ->
     kube.create("kafkatopics", topic(f"{name}-waits", f"{name}-sasl"))
     waiting = wait_until(lambda: (o := kube.get("kafkatopics", f"{name}-waits")) and condition(o, "Reconciling").get("status") == "True" and o)
     assert condition(waiting, "Stalled").get("status") == "False"
+
+
+def test_sasl_password_never_appears_in_status_events_or_logs(kube: Kube, operator, noida, name: str) -> None:
+    password = f"pw-{name}-do-not-leak"
+    kube.core.create_namespaced_secret("kafka", {"metadata": {"name": f"{name}-creds"},
+                                                 "stringData": {"username": "admin", "password": password}})
+    kube.create("kafkaclusters", cluster(f"{name}-auth", noida.bootstrap,
+                                         sasl={"mechanism": "PLAIN", "credentialsSecretRef": {"name": f"{name}-creds"}}))
+    obj = wait_until(lambda: (o := kube.get("kafkaclusters", f"{name}-auth")) and condition(o, "Ready") and o,
+                     what="the SASL cluster's status")
+    kube.create("kafkatopics", topic(f"{name}-t", f"{name}-auth"))
+    wait_until(lambda: condition(kube.get("kafkatopics", f"{name}-t"), "Ready"), what="the topic's status")
+    assert password not in repr(obj) and password not in repr(kube.get("kafkatopics", f"{name}-t"))
+    assert not [e for e in kube.events() if password in (e.message or "")]
+    assert password not in operator.log(10**7)

@@ -221,3 +221,40 @@ async def test_unreachable_cluster_and_bad_credentials_are_clear_and_never_leak(
         assert secret not in repr(refused) and secret not in repr(missing)
     finally:
         await clusters.close_all()
+
+
+async def test_cross_namespace_use_needs_the_cluster_to_allow_it(fake) -> None:
+    clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
+                                                               metrics_port=None))
+    reconciler = Reconciler(clusters, Metrics())
+    try:
+        await reconciler.cluster_changed(cluster_body(fake.bootstrap, allowedNamespaces=[
+            {"namespace": "orders", "topicPrefixes": ["orders."]}]))
+        def foreign(name: str, namespace: str) -> dict:
+            body = topic_body(name, namespace=namespace)
+            body["spec"]["clusterRef"] = {"name": "main", "namespace": "team"}
+            return body
+        allowed = await reconciler.reconcile(foreign("orders.events", "orders"))
+        assert condition(allowed, "Ready")["status"] == "True"
+        prefix = await reconciler.reconcile(foreign("payments.events", "orders"))
+        assert condition(prefix, "Stalled")["reason"] == "NamespaceNotAllowed" and "orders." in condition(prefix, "Stalled")["message"]
+        stranger = await reconciler.reconcile(foreign("orders.x", "payments"))
+        assert condition(stranger, "Stalled")["reason"] == "NamespaceNotAllowed"
+        async with AdminClient.connect(fake.bootstrap) as admin:
+            topics = set((await admin.metadata(None)).topics)
+        assert "orders.events" in topics and not {"payments.events", "orders.x"} & topics
+    finally:
+        await clusters.close_all()
+
+
+def test_metrics_are_exposed_in_prometheus_format() -> None:
+    from prometheus_client import generate_latest
+
+    metrics = Metrics()
+    metrics.record("KafkaTopic", "applied", "Applied", 0.2)
+    metrics.record_requests("main", {"CreateTopics": 3})
+    metrics.record_requests("main", {"CreateTopics": 5})
+    text = generate_latest(metrics.registry).decode()
+    assert 'kafkaops_reconciles_total{kind="KafkaTopic",outcome="applied",reason="Applied"} 1.0' in text
+    assert 'kafkaops_admin_requests_total{api="CreateTopics",cluster="main"} 5.0' in text
+    assert "kafkaops_reconcile_duration_seconds_bucket" in text
