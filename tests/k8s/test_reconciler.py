@@ -3,6 +3,7 @@ fake cluster double (ACLs, brokers) and noida-db. kopf wiring is tested end to e
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 
@@ -11,7 +12,7 @@ import pytest
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.kinds import claim_of
 from kafkaops.k8s.metrics import Metrics
-from kafkaops.k8s.reconciler import Reconciler
+from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
 from kafkaops.k8s.secrets import SecretNotFound
 from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
@@ -258,3 +259,99 @@ def test_metrics_are_exposed_in_prometheus_format() -> None:
     assert 'kafkaops_reconciles_total{kind="KafkaTopic",outcome="applied",reason="Applied"} 1.0' in text
     assert 'kafkaops_admin_requests_total{api="CreateTopics",cluster="main"} 5.0' in text
     assert "kafkaops_reconcile_duration_seconds_bucket" in text
+
+
+# --- replica changes in the background ------------------------------------------------------------------
+
+
+async def reconcile_until(reconciler, body, done, rounds: int = 200):
+    """Call reconcile like kopf's retries would (status written back each time) until `done`."""
+    seen = []
+    for _ in range(rounds):
+        result = await reconciler.reconcile(body)
+        body["status"] = {**(body.get("status") or {}), **result.status}
+        seen.append(result)
+        if done(result):
+            return seen
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not done after {rounds} rounds: {seen[-1].status}")
+
+
+async def test_replication_factor_change_runs_in_the_background_with_progress_in_status(reconciler, fake) -> None:
+    writes = []
+
+    async def writer(plural, namespace, name, status):
+        writes.append((plural, name, dict(status)))
+    reconciler.status_writer = writer
+    reconciler.clusters.contexts()[0].model = replace_throttle(reconciler.clusters.contexts()[0].model, 5_000_000)
+    topic = topic_body("grow", 4, 1)
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    for p in range(4):
+        fake.set_partition_size("grow", 32 * 1024 * 1024, partition=p)
+    topic["spec"]["replicationFactor"] = 3
+    topic["metadata"]["generation"] = 2
+    seen = await reconcile_until(reconciler, topic, lambda r: condition(r, "Ready")["status"] == "True")
+    moving = [r for r in seen if condition(r, "Reconciling").get("reason") == "Reassigning"]
+    assert moving and all(r.retry_after for r in moving) and condition(moving[0], "Stalled")["status"] == "False"
+    assert any(0 < r.status["reassignment"].get("partitionsDone", 0) < 4 for r in moving) or len(moving) > 1
+    assert "partitions moved" in condition(moving[-1], "Reconciling")["message"]
+    final = seen[-1].status
+    assert final["reassignment"]["state"] == "done" and final["replicationFactor"] == 3
+    assert [w for w in writes if w[2].get(THROTTLE_RECORD)], "the throttle record is written ahead"
+    assert writes[-1][2][THROTTLE_RECORD] is None  # and cleared once the throttle is gone
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        info = (await admin.describe_topics(["grow"]))["grow"].value
+        assert all(len(set(p.replicas)) == 3 for p in info.partitions)
+        configs = (await admin.describe_configs([ConfigResource.topic("grow")]))[ConfigResource.topic("grow")].value
+        assert configs["leader.replication.throttled.replicas"].source is not ConfigSource.DYNAMIC_TOPIC_CONFIG
+
+
+async def test_reverting_the_spec_cancels_the_moves_still_in_flight(reconciler, fake) -> None:
+    topic = topic_body("revert", 2, 1)
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        before = [p.replicas for p in (await admin.describe_topics(["revert"]))["revert"].value.partitions]
+    for p in range(2):
+        fake.set_partition_size("revert", 10 * 1024 * 1024 * 1024, partition=p)  # far too big to finish
+    topic["spec"]["replicationFactor"] = 3
+    first = await reconciler.reconcile(topic)
+    assert condition(first, "Reconciling")["reason"] == "Reassigning"
+    topic["spec"]["replicationFactor"] = 1  # revert while moving
+    seen = await reconcile_until(reconciler, topic, lambda r: condition(r, "Ready")["status"] == "True")
+    assert any("cancelling" in condition(r, "Reconciling").get("message", "") for r in seen)
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        after = [p.replicas for p in (await admin.describe_topics(["revert"]))["revert"].value.partitions]
+        assert after == before and await admin.list_partition_reassignments() == {}
+
+
+async def test_a_throttle_left_by_a_dead_operator_is_removed(reconciler, fake) -> None:
+    from kafkaops.kafka import AlterOp
+    from kafkaops.reconcile.reassign import ThrottleRecord
+
+    topic = topic_body("leftover", 1, 1)
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    record = ThrottleRecord(5_000_000, (1,), {"leftover": ("0:1",)}, {"leftover": ("0:2",)})
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        await admin.incremental_alter_configs({
+            ConfigResource.topic("leftover"): [AlterConfigOp("leader.replication.throttled.replicas", "0:1"),
+                                               AlterConfigOp("follower.replication.throttled.replicas", "0:2")],
+            ConfigResource.broker(1): [AlterConfigOp("leader.replication.throttled.rate", "5000000", AlterOp.SET),
+                                       AlterConfigOp("follower.replication.throttled.rate", "5000000", AlterOp.SET)]})
+        topic["status"][THROTTLE_RECORD] = record.to_entry()
+        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics())
+        await fresh.cluster_changed(cluster_body(fake.bootstrap))
+        try:
+            result = await fresh.reconcile(topic)
+            assert condition(result, "Ready")["status"] == "True"
+            configs = await admin.describe_configs([ConfigResource.topic("leftover"), ConfigResource.broker(1)])
+            dynamic = {k for r in configs.values() for k, e in r.value.items()
+                       if e.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)}
+            assert not {k for k in dynamic if "throttled" in k}, dynamic
+        finally:
+            await fresh.clusters.close_all()
+
+
+def replace_throttle(model, rate):
+    from dataclasses import replace
+
+    return replace(model, spec=replace(model.spec, replication_throttle=rate))

@@ -21,6 +21,7 @@ from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretRe
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
+from kafkaops.reconcile.reassign import ReassignmentRun
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 
 ClusterKey = tuple[str | None, str]  # (namespace, name)
@@ -70,6 +71,14 @@ class DeletionGate:
 
 
 @dataclass
+class ActiveRun:
+    """A reassignment started for one KafkaTopic: the run and the target it moves to."""
+
+    run: ReassignmentRun
+    targets: Mapping[Any, tuple[int, ...]]
+
+
+@dataclass
 class ClusterContext:
     key: ClusterKey
     model: KafkaCluster
@@ -80,12 +89,17 @@ class ClusterContext:
     description: Mapping[str, Any] = field(default_factory=dict)
     gate: DeletionGate | None = None
     files: TlsFiles = field(default_factory=TlsFiles)
+    # partition reassignments running in the background, by topic (a handler must not wait hours)
+    runs: dict[str, ActiveRun] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
         return self.engine is not None and self.problem is None
 
     async def close(self) -> None:
+        for active in self.runs.values():  # moves go on in Kafka; the throttle record stays in status
+            active.run.task.cancel()
+        self.runs.clear()
         if self.admin is not None:
             await self.admin.close()
         self.admin = self.engine = None

@@ -60,7 +60,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
 
         api = KubernetesApi()
         operator_settings: OperatorSettings = memo.get("operator_settings") or OperatorSettings()
-        memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), Metrics()), api)
+        memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), Metrics(),
+                                                    status_writer=api.patch_status), api)
     state = _state(memo)
     port = state.reconciler.clusters.settings.metrics_port
     if port:

@@ -19,14 +19,20 @@ FINALIZER = "kafkaops.io/finalizer"
 ClaimKey = tuple[str, str | None, str, str]  # (what, cluster namespace, cluster name, claimed name)
 
 
+CLAIMED = "claimed"  # status field: this resource is the one managing its topic/principal/broker
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Claim:
-    """Who claims a topic / principal / broker: the oldest object wins (stable across restarts)."""
+    """Who claims a topic / principal / broker. The one already managing it (status.claimed) wins,
+    then the oldest, then by namespace/name: the same winner after every restart, even for objects
+    created within the same second (creationTimestamp has second resolution)."""
 
+    rank: int  # 0: already manages it
     created: str
-    uid: str
     namespace: str | None
     name: str
+    uid: str
 
 
 def annotation(body: Mapping[str, Any], key: str) -> str | None:
@@ -71,5 +77,6 @@ def claim_key(body: Mapping[str, Any]) -> ClaimKey | None:
 
 def claim_of(body: Mapping[str, Any]) -> Claim:
     metadata = body.get("metadata") or {}
-    return Claim(str(metadata.get("creationTimestamp") or ""), str(metadata.get("uid") or ""),
-                 metadata.get("namespace"), str(metadata.get("name") or ""))
+    status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+    return Claim(0 if status.get(CLAIMED) is True else 1, str(metadata.get("creationTimestamp") or ""),
+                 metadata.get("namespace") or "", str(metadata.get("name") or ""), str(metadata.get("uid") or ""))

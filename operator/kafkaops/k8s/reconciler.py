@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkaops.k8s.context import CLUSTER_NOT_FOUND, ClusterContext, Clusters
-from kafkaops.k8s.kinds import Claim, claim_key, claim_of, is_paused, is_unmanaged
+from kafkaops.k8s.context import CLUSTER_NOT_FOUND, ActiveRun, ClusterContext, Clusters
+from kafkaops.k8s.kinds import CLAIMED, Claim, claim_key, claim_of, is_paused, is_unmanaged
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.status import (
     PAUSED,
@@ -28,6 +28,9 @@ from kafkaops.k8s.status import (
     transition_event,
 )
 from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
+from kafkaops.reconcile.actions import ChangeReplicas
+from kafkaops.reconcile.engine import THROTTLE_OWNER
+from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
@@ -54,6 +57,23 @@ def _generation(body: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _winner(mine: Claim, claims: Iterable[Claim]) -> Claim:
+    """The claim that wins; the index may hold an older version of `mine` itself, which is skipped."""
+    return min([*(c for c in claims if c.uid != mine.uid), mine])
+
+
+def _still_wanted(topic: KafkaTopic, active: ActiveRun) -> bool:
+    """Whether the spec still asks for the run's targets: the same explicit assignment, or the same
+    replication factor (the placement was computed from it; recomputing it mid-move would differ)."""
+    for tp, target in active.targets.items():
+        if topic.replica_assignment is not None:
+            if tp.partition >= len(topic.replica_assignment) or tuple(topic.replica_assignment[tp.partition]) != tuple(target):
+                return False
+        elif topic.replication_factor is not None and topic.replication_factor != len(target):
+            return False
+    return True
+
+
 def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
     if isinstance(resource, KafkaTopic):
         return topic_owner(resource.topic_name)
@@ -62,11 +82,31 @@ def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
     return None
 
 
+StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
+THROTTLE_RECORD = "replicationThrottleRecord"  # status field: the throttle a running reassignment set
+
+
+def _iso(moment: datetime.datetime | None) -> str | None:
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
+
+
+def reassignment_status(progress: ReassignmentProgress) -> dict[str, Any]:
+    """status.reassignment of a KafkaTopic from the run's progress."""
+    fields = {
+        "state": progress.state.value, "partitionsTotal": progress.partitions_total,
+        "partitionsDone": progress.partitions_done, "bytesTotal": progress.bytes_total,
+        "bytesDone": progress.bytes_done, "startedAt": _iso(progress.started_at),
+        "estimatedCompletion": _iso(progress.eta),
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 @dataclass
 class Reconciler:
     clusters: Clusters
     metrics: Metrics = field(default_factory=Metrics)
     now: Callable[[], str] = utc_now
+    status_writer: StatusWriter | None = None  # for the throttle record, written ahead of the throttle
 
     @property
     def retry_delay(self) -> float:
@@ -104,13 +144,13 @@ class Reconciler:
         if problem := context.model.admission_problem(model.namespace, topic_name):
             return model, context, self._result(body, Verdict(Phase.STALLED, NAMESPACE_NOT_ALLOWED, problem))
         mine = claim_of(body)
-        winner = min([*claims, mine])
+        winner = _winner(mine, claims)
         if winner.uid != mine.uid:
             what = claim_key(body)
             return model, context, self._result(body, Verdict(
                 Phase.STALLED, RESOURCE_CONFLICT,
                 f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
-                f"{model.kind} {winner.namespace}/{winner.name}"))
+                f"{model.kind} {winner.namespace}/{winner.name}"), {CLAIMED: None})
         if not context.ready:
             problem = context.problem or Problem("ClusterNotReady", "the cluster is not connected yet", True)
             return model, context, self._result(body, Verdict(Phase.RECONCILING, problem.reason, problem.message))
@@ -128,7 +168,7 @@ class Reconciler:
             context.store.update(key, {owner: {k: None for k in keys if isinstance(k, str)}})
 
     def _fields(self, context: ClusterContext, model: Any) -> dict[str, Any]:
-        fields: dict[str, Any] = {"lastSyncTime": self.now()}
+        fields: dict[str, Any] = {"lastSyncTime": self.now(), CLAIMED: True}
         owner = _owner(model)
         if owner is not None and context.engine is not None:
             keys = context.store.load(context.engine._state_key()).keys(owner)
@@ -152,20 +192,91 @@ class Reconciler:
             return early
         assert context is not None and context.engine is not None
         self._seed_ownership(context, _owner(model), body)
-        report = await context.engine.reconcile(DesiredState.of([model], context.model), RunOptions(all_topics=False))
+        extra: dict[str, Any] = {}
+        if isinstance(model, KafkaTopic):
+            self._seed_throttle(context, model, body)
+            active = context.runs.get(model.topic_name)
+            if active is not None:
+                following = await self._follow_run(body, context, model, active)
+                if following is not None:
+                    return following
+                extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
+        options = RunOptions(all_topics=False, defer_replica_changes=True)
+        report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
         outcome = next(o for o in report.outcomes if o.source == model.source)
-        fields = self._fields(context, model)
+        if outcome.ok and report.deferred.get(model.source):
+            return await self._start_run(body, context, model, report.deferred[model.source])
+        fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
             info = await context.engine.batcher.describe_topic(model.topic_name)
             if info.value is not None:
                 fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
                               partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
-                fields = {k: v for k, v in fields.items() if v is not None}
+                fields = {k: v for k, v in fields.items() if v is not None or k == THROTTLE_RECORD}
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
+
+    # --- replica changes in the background ---------------------------------------------------------
+
+    def _seed_throttle(self, context: ClusterContext, model: KafkaTopic, body: Mapping[str, Any]) -> None:
+        """A throttle record in status with no run in this process: an earlier operator died while
+        moving. Into the store it goes, so the engine removes that throttle before anything else."""
+        record = (body.get("status") or {}).get(THROTTLE_RECORD)
+        if not isinstance(record, Mapping) or model.topic_name in context.runs or context.engine is None:
+            return
+        owner = f"{THROTTLE_OWNER}/{model.topic_name}"
+        key = context.engine._state_key()
+        if owner not in context.store.load(key).owners:
+            context.store.update(key, {owner: {str(k): (None if v is None else str(v)) for k, v in record.items()}})
+
+    async def _start_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
+                         steps: tuple[ChangeReplicas, ...]) -> Result:
+        assert context.engine is not None
+        plans, problems = await context.engine.plan_replica_changes([(model.source, step) for step in steps])
+        if (problem := problems.get(model.source)) is not None:
+            return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
+                                              problem.reason, problem.message))
+        plan = plans.get(model.source)
+        if plan is None:
+            return self._result(body, Verdict(Phase.RECONCILING, "ReassignmentPending", "nothing to move yet"))
+        metadata = body.get("metadata") or {}
+
+        async def persist(record: Any) -> None:  # written ahead of any throttle config
+            if self.status_writer is not None:
+                await self.status_writer("kafkatopics", metadata.get("namespace"), metadata.get("name"),
+                                         {THROTTLE_RECORD: None if record is None else record.to_entry()})
+
+        run = context.engine.start_reassignment(context.engine._state_key(), plan,
+                                                context.model.spec.replication_throttle, persist=persist)
+        context.runs[model.topic_name] = ActiveRun(run, plan.targets())
+        return self._moving(body, run.progress, f"reassignment of {len(plan)} partition(s) started")
+
+    def _moving(self, body: Mapping[str, Any], progress: ReassignmentProgress, note: str | None = None) -> Result:
+        message = "; ".join(m for m in (note, progress.message or "moving partitions") if m)
+        return self._result(body, Verdict(Phase.RECONCILING, "Reassigning", message),
+                            {"reassignment": reassignment_status(progress), "lastSyncTime": self.now()})
+
+    async def _follow_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
+                          active: ActiveRun) -> Result | None:
+        """A run in progress: report it, or revert it when the spec no longer asks for it. A finished
+        run is dropped; None means: carry on with a normal reconcile."""
+        assert context.engine is not None
+        progress = active.run.progress
+        if progress.finished:
+            context.runs.pop(model.topic_name, None)
+            if progress.problem is not None:
+                problem = progress.problem
+                return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
+                                                  problem.reason, problem.message),
+                                    {"reassignment": reassignment_status(progress)})
+            return None
+        if not _still_wanted(model, active):
+            active.run.revert()
+            return self._moving(body, progress, "the spec changed: cancelling the partitions still moving")
+        return self._moving(body, progress)
 
     async def remove(self, body: Mapping[str, Any], claims: Iterable[Claim] = ()) -> Result:
         """A resource is being deleted: apply its deletion policy, then let the finalizer go."""
@@ -180,7 +291,7 @@ class Reconciler:
             return Result(release=True, event=EventNote("Warning", CLUSTER_NOT_FOUND,
                           f"KafkaCluster {model.cluster_ref} is gone: released without touching Kafka"))
         mine = claim_of(body)
-        if min([*claims, mine]).uid != mine.uid:
+        if _winner(mine, claims).uid != mine.uid:
             return Result(release=True, message="this resource never managed it (conflict): released")
         if isinstance(model, KafkaTopic):
             policy = model.effective_deletion_policy(context.model)
@@ -262,14 +373,16 @@ class Reconciler:
             if checked.resource is None or key is None:
                 continue
             mine = claim_of(body)
-            if min([*claims.get(key, ()), mine]).uid != mine.uid:
+            if _winner(mine, claims.get(key, ())).uid != mine.uid:
                 continue
             chosen[checked.resource.source] = body
             self._seed_ownership(context, _owner(checked.resource), body)
         if not chosen:
             return []
         models = [check_custom_resource(b).resource for b in chosen.values()]
-        report = await context.engine.reconcile(DesiredState.of(models, context.model), RunOptions(all_topics=False))
+        # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
+        report = await context.engine.reconcile(DesiredState.of(models, context.model),
+                                                RunOptions(all_topics=False, defer_replica_changes=True))
         self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         changed: list[tuple[Mapping[str, Any], Result]] = []

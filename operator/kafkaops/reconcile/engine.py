@@ -11,8 +11,10 @@ through the shared Batcher.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 from kafkaops.kafka import AlterOp, Batcher, TopicPartition
@@ -20,6 +22,7 @@ from kafkaops.kafka.errors import KafkaOpsError
 from kafkaops.reconcile.actions import (
     Action,
     AlterConfigs,
+    ChangeReplicas,
     CreateTopic,
     DeleteTopic,
     Plan,
@@ -42,8 +45,9 @@ from kafkaops.reconcile.reassign import (
     ThrottleRecord,
     cleanup_throttles,
     plan_change,
-    run_reassignment,
+    ReassignmentRun,
 )
+from kafkaops.reconcile.reassign import start as start_run
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
 from kafkaops.resources.documents import Source
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
@@ -55,6 +59,9 @@ class RunOptions:
     prune: bool = False
     validate_only: bool = False
     wait: bool = True
+    # Leave replica changes to the caller (Report.deferred), which runs them in the background
+    # (the operator: a reassignment may take hours; a handler must not).
+    defer_replica_changes: bool = False
     # Read every topic name (needed to prune and to report undeclared topics); the operator's
     # per-resource reconciles read only their own topics.
     all_topics: bool = True
@@ -92,6 +99,7 @@ class Engine:
         self.on_reassignment = on_reassignment
         # one bound on partitions moving at once, shared by every reconcile of this cluster
         self.move_budget = MoveBudget(self.reassignment.max_partitions_moving)
+        self._running: set[str] = set()  # throttle owners of reassignments running in this process
 
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
@@ -127,7 +135,7 @@ class Engine:
         waited: dict = {}
         if options.wait and not options.validate_only:
             waited = await wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
-        if not options.validate_only:
+        if not options.validate_only and not options.defer_replica_changes:
             moved = await self._change_replicas(planned, applied)
             waited.update({source: problem for source, problem in moved.items() if problem is not None})
         by_source = {a.plan.source: a for a in applied}
@@ -144,7 +152,9 @@ class Engine:
         sent = dict(planned.requests)
         for api, count in _sent(before, self._requests()).items():
             sent[api] = sent.get(api, 0) + count
-        return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started)
+        deferred = {a.plan.source: a.deferred for a in applied if a.deferred and a.problem is None}
+        return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started,
+                      deferred if options.defer_replica_changes else {})
 
     async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> Planned:
         """A plan that removes what `resource` manages (its Delete policy), read in bulk like plan()."""
@@ -158,27 +168,27 @@ class Engine:
         made = Plan(self.cluster, (plan_removal(resource, observed, ownership),), (), observed.cluster_id)
         return Planned(made, observed, ownership, key, _sent(before, self._requests()))
 
-    # --- replica changes: one reassignment run per cluster ------------------------------------------
+    # --- replica changes: one reassignment run per apply --------------------------------------------
 
     async def _clean_leftover_throttle(self, key: str) -> None:
-        """A throttle recorded by a run that never finished (crash, Ctrl-C) is removed first."""
-        entry = self.store.load(key).owners.get(THROTTLE_OWNER)
-        if entry and await cleanup_throttles(self.batcher.admin, ThrottleRecord.from_entry(entry)) is None:
-            self.store.update(key, {THROTTLE_OWNER: None})
+        """Throttles recorded by runs that never finished (crash, Ctrl-C) are removed first."""
+        for owner, entry in self.store.load(key).owners.items():
+            if owner.startswith(THROTTLE_OWNER) and entry and owner not in self._running:
+                if await cleanup_throttles(self.batcher.admin, ThrottleRecord.from_entry(entry)) is None:
+                    self.store.update(key, {owner: None})
 
-    async def _change_replicas(self, planned: Planned, applied: list[Applied]) -> dict[Source, Problem | None]:
-        """Run every deferred ChangeReplicas of this apply as ONE reassignment (batches of partitions,
-        throttled when the cluster asks, progress reported, leaders elected after)."""
-        steps = [(a.plan.source, step) for a in applied if a.problem is None for step in a.deferred]
-        if not steps:
-            return {}
+    async def plan_replica_changes(
+        self, steps: list[tuple[Source, ChangeReplicas]]
+    ) -> tuple[dict[Source, ReassignmentPlan], dict[Source, Problem | None]]:
+        """Reassignment plans for ChangeReplicas steps, from fresh metadata (partitions may just have
+        been added) and the replicas before any move in flight; problems for those that cannot run."""
         admin = self.batcher.admin
         try:
-            meta = await admin.metadata(sorted({step.topic for _, step in steps}))  # fresh: partitions may be new
+            meta = await admin.metadata(sorted({step.topic for _, step in steps}))
             moving = await admin.list_partition_reassignments()
         except KafkaOpsError as exc:
             problem = problem_from_exception(exc, "preparing the partition reassignment")
-            return {source: problem for source, _ in steps}
+            return {}, {source: problem for source, _ in steps}
         brokers = {b.node_id: b.rack for b in meta.brokers.values()}
         results: dict[Source, Problem | None] = {}
         plans: dict[Source, ReassignmentPlan] = {}
@@ -199,16 +209,42 @@ class Engine:
                 plans[source] = made
             else:
                 results[source] = None
+        return plans, results
+
+    def start_reassignment(self, state_key: str, plan: ReassignmentPlan, throttle: int | None,
+                           on_progress: ProgressCallback | None = None,
+                           persist: Callable[[ThrottleRecord | None], Any] | None = None) -> ReassignmentRun:
+        """Start `plan` in the background (the operator); the throttle record goes to the ownership
+        store first (write-ahead), and to `persist` too when given (the operator's status)."""
+        settings = self.reassignment
+        if throttle and settings.throttle_bytes_per_second is None:
+            settings = replace(settings, throttle_bytes_per_second=throttle)
+        owner = f"{THROTTLE_OWNER}/{','.join(plan.topics)}"
+
+        async def remember(record: ThrottleRecord | None) -> None:
+            self.store.update(state_key, {owner: None if record is None else record.to_entry()})
+            if persist is not None:
+                result = persist(record)
+                if asyncio.iscoroutine(result):
+                    await result
+
+        run = start_run(self.batcher.admin, plan, settings, on_progress or self.on_reassignment,
+                        persist_throttle=remember, budget=self.move_budget)
+        self._running.add(owner)  # its throttle is in use: never "leftover" while it runs
+        run.task.add_done_callback(lambda _task: self._running.discard(owner))
+        return run
+
+    async def _change_replicas(self, planned: Planned, applied: list[Applied]) -> dict[Source, Problem | None]:
+        """Run every deferred ChangeReplicas of this apply as ONE reassignment (batches of partitions,
+        throttled when the cluster asks, progress reported, leaders elected after)."""
+        steps = [(a.plan.source, step) for a in applied if a.problem is None for step in a.deferred]
+        if not steps:
+            return {}
+        plans, results = await self.plan_replica_changes(steps)
         if plans:
-            settings = self.reassignment
-            if planned.replication_throttle and settings.throttle_bytes_per_second is None:
-                settings = replace(settings, throttle_bytes_per_second=planned.replication_throttle)
-
-            def persist(record: ThrottleRecord | None) -> None:
-                self.store.update(planned.state_key, {THROTTLE_OWNER: None if record is None else record.to_entry()})
-
-            final = await run_reassignment(admin, ReassignmentPlan.merge(*plans.values()), settings,
-                                           self.on_reassignment, persist_throttle=persist, budget=self.move_budget)
+            run = self.start_reassignment(planned.state_key, ReassignmentPlan.merge(*plans.values()),
+                                          planned.replication_throttle)
+            final = await run.wait()
             for source, made in plans.items():
                 results[source] = next((p for t in made.topics if (p := final.problem_for(t)) is not None), None)
         return results

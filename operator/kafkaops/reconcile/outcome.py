@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem
+from kafkaops.reconcile.actions import Action, ChangeReplicas, FieldChange, Plan, Problem
 from kafkaops.resources.documents import Source
 
 
@@ -54,6 +54,8 @@ class Report:
     # one client concurrently (the operator) each count the shared requests
     requests: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    # With RunOptions.defer_replica_changes: the replica changes left to the caller, by resource.
+    deferred: Mapping[Source, tuple[ChangeReplicas, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
