@@ -160,6 +160,7 @@ def fake_cluster(**options: Any) -> Iterator[FakeClusterDouble]:
     thread.start()
     double = FakeClusterDouble(**{"brokers": 3, "tick_interval": None, **options})
     asyncio.run_coroutine_threadsafe(double.start(), loop).result(10)
+    double.loop_for_tests = loop  # other tests drive the double (stop/start brokers) on its own loop
     try:
         yield double
     finally:

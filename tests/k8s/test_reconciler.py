@@ -355,3 +355,25 @@ def replace_throttle(model, rate):
     from dataclasses import replace
 
     return replace(model, spec=replace(model.spec, replication_throttle=rate))
+
+
+async def test_periodic_preferred_leader_election(fake) -> None:
+    clusters = Clusters(SecretReaderDouble(), OperatorSettings(metrics_port=None))
+    reconciler = Reconciler(clusters, Metrics())
+    try:
+        await reconciler.cluster_changed(cluster_body(fake.bootstrap, preferredLeaderElectionInterval="10m"))
+        context = clusters.contexts()[0]
+        async with AdminClient.connect(fake.bootstrap) as admin:
+            from kafkaops.kafka import NewTopic
+
+            await admin.create_topics([NewTopic("lead", 6, 3)])
+            await fake.stop_broker(1)
+            await fake.start_broker(1)  # leadership stays away from broker 1
+            note = await reconciler.maybe_elect_leaders(context, now=10_000.0)
+            assert note is not None and note.reason == "LeadersElected" and "moved back" in note.message
+            meta = await admin.metadata(["lead"])
+            assert all(p.leader == p.replicas[0] for p in meta.topics["lead"].partitions)
+            assert await reconciler.maybe_elect_leaders(context, now=10_001.0) is None  # not due yet
+            assert await reconciler.maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
+    finally:
+        await clusters.close_all()

@@ -33,3 +33,5 @@ cli.add_command(plan)
 cli.add_command(apply)
 from kafkaops.cli.run import run  # noqa: E402
 cli.add_command(run)
+from kafkaops.cli.elect_leaders import elect_leaders  # noqa: E402
+cli.add_command(elect_leaders)

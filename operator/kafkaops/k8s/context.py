@@ -91,6 +91,7 @@ class ClusterContext:
     files: TlsFiles = field(default_factory=TlsFiles)
     # partition reassignments running in the background, by topic (a handler must not wait hours)
     runs: dict[str, ActiveRun] = field(default_factory=dict)
+    last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
 
     @property
     def ready(self) -> bool:

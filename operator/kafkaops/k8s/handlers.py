@@ -236,6 +236,13 @@ async def resync(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
         except Exception:  # a resync must never kill the daemon; the next round tries again
             logger.exception("resync of KafkaCluster %s failed", name)
             continue
+        try:
+            note = await state.reconciler.maybe_elect_leaders(context)
+        except Exception:
+            logger.exception("preferred leader election on KafkaCluster %s failed", name)
+            note = None
+        if note is not None:
+            kopf.event(body, type=note.type, reason=note.reason, message=note.message)
         for item, result in changed:
             metadata = item.get("metadata") or {}
             plural = PLURALS.get(item.get("kind", ""), "")

@@ -142,10 +142,16 @@ class KafkaClusterSpec:
     resync_interval: str = DEFAULT_RESYNC_INTERVAL
     allowed_namespaces: tuple[AllowedNamespace, ...] | None = None
     replication_throttle: int | None = None
+    preferred_leader_election_interval: str | None = None
 
     @property
     def resync_interval_seconds(self) -> float:
         return parse_duration(self.resync_interval)
+
+    @property
+    def leader_election_seconds(self) -> float | None:
+        interval = self.preferred_leader_election_interval
+        return None if interval is None else parse_duration(interval)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +369,7 @@ def _build_cluster(document: Document) -> KafkaCluster:
                 AllowedNamespace(item["namespace"], tuple(item.get("topicPrefixes") or ())) for item in allowed
             ),
             replication_throttle=spec.get("replicationThrottle"),
+            preferred_leader_election_interval=spec.get("preferredLeaderElectionInterval"),
         ),
         generation,
     )
