@@ -377,3 +377,70 @@ async def test_periodic_preferred_leader_election(fake) -> None:
             assert await reconciler.maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
     finally:
         await clusters.close_all()
+
+
+async def test_an_operator_restarted_mid_reassignment_resumes_it_and_cleans_the_throttle(reconciler, fake) -> None:
+    written = {}
+
+    async def writer(plural, namespace, name, status):
+        written.update(status)
+    reconciler.status_writer = writer
+    reconciler.clusters.contexts()[0].model = replace_throttle(reconciler.clusters.contexts()[0].model, 5_000_000)
+    topic = topic_body("resume", 3, 1)
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    for p in range(3):
+        fake.set_partition_size("resume", 256 * 1024 * 1024, partition=p)
+    topic["spec"]["replicationFactor"] = 2
+    started = await reconciler.reconcile(topic)
+    topic["status"] = {**topic["status"], **started.status}
+    for _ in range(100):  # until the throttle record is written ahead
+        if written.get(THROTTLE_RECORD):
+            break
+        await asyncio.sleep(0.02)
+    topic["status"][THROTTLE_RECORD] = written[THROTTLE_RECORD]
+    context = reconciler.clusters.contexts()[0]
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        for _ in range(100):  # until partitions are moving
+            if await admin.list_partition_reassignments():
+                break
+            await asyncio.sleep(0.02)
+        context.runs["resume"].run.task.cancel()  # the operator dies: Kafka keeps moving, the throttle stays
+        await asyncio.sleep(0.05)
+        assert await admin.list_partition_reassignments()  # still moving without us
+
+        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics(), status_writer=writer)
+        await fresh.cluster_changed(cluster_body(fake.bootstrap, replicationThrottle=5_000_000))
+        try:
+            await reconcile_until(fresh, topic, lambda r: condition(r, "Ready")["status"] == "True")
+            info = (await admin.describe_topics(["resume"]))["resume"].value
+            assert all(len(set(p.replicas)) == 2 for p in info.partitions)
+            configs = await admin.describe_configs([ConfigResource.topic("resume")] +
+                                                   [ConfigResource.broker(b) for b in (1, 2, 3)])
+            left = {k for r in configs.values() for k, e in r.value.items() if "throttled" in k and
+                    e.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)}
+            assert not left, left
+            assert written[THROTTLE_RECORD] is None
+        finally:
+            await fresh.clusters.close_all()
+
+
+async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(reconciler, fake) -> None:
+    from kafkaops.kafka import TopicPartition
+
+    topic = topic_body("outside", 2, 1)
+    topic["status"] = (await reconciler.reconcile(topic)).status
+    for p in range(2):
+        fake.set_partition_size("outside", 50 * 1024 * 1024 * 1024, partition=p)  # stays in flight
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        current = (await admin.describe_topics(["outside"]))["outside"].value.partitions[0].replicas
+        elsewhere = next(b for b in (1, 2, 3) if b not in current)
+        await admin.alter_partition_reassignments({TopicPartition("outside", 0): [elsewhere]})  # someone else
+        topic["spec"]["replicationFactor"] = 2
+        seen = await reconcile_until(reconciler, topic,
+                                     lambda r: "outside kafkaops" in condition(r, "Reconciling").get("message", ""))
+        message = condition(seen[-1], "Reconciling")["message"]
+        assert "left alone (outside-0)" in message and condition(seen[-1], "Stalled")["status"] == "False"
+        moving = await admin.list_partition_reassignments()
+        assert moving[TopicPartition("outside", 0)].adding == (elsewhere,)  # its target, not ours
+        reconciler.clusters.contexts()[0].runs["outside"].run.revert()  # stop ours; theirs goes on
+        await reconciler.clusters.contexts()[0].runs["outside"].run.wait()

@@ -268,8 +268,9 @@ class Reconciler:
         progress = active.run.progress
         if progress.finished:
             context.runs.pop(model.topic_name, None)
-            if progress.problem is not None:
-                problem = progress.problem
+            problem = progress.problem_for(model.topic_name)
+            if problem is not None and not (progress.cancelled and not progress.external and not progress.failed):
+                # failed, or partitions moved by someone else: reported, never fought (retried later)
                 return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
                                                   problem.reason, problem.message),
                                     {"reassignment": reassignment_status(progress)})
