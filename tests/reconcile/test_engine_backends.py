@@ -271,3 +271,31 @@ async def test_an_unchanged_topic_adopts_its_declared_keys(admin, unique, tmp_pa
     assert by_name(first)[name].state is State.UNCHANGED
     dropped = await engine(admin, state).reconcile(desired(topic(name, 1, 1)))
     assert [str(c) for c in by_name(dropped)[name].changes] == ["config.retention.ms: - 3600000"]
+
+
+@pytest.mark.parametrize("change", ["rf-3-to-2", "explicit"])
+async def test_replica_changes_through_apply_on_six_brokers_with_racks(change) -> None:
+    racks = ["a", "a", "b", "b", "c", "c"]
+    async with FakeClusterDouble(brokers=6, racks=racks, tick_interval=0.01) as cluster:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
+            await admin.create_topics([NewTopic("six", 6, 3)])
+            seen = []
+            eng = Engine(Batcher(admin), cluster="six", on_reassignment=seen.append,
+                         reassignment=ReassignmentSettings(max_partitions_moving=2, poll_interval=0.02))
+            if change == "rf-3-to-2":
+                want = desired(topic("six", 6, 2))
+            else:
+                want = desired(topic("six", None, None, replicaAssignment=[[1, 3], [3, 5], [5, 1], [2, 4], [4, 6], [6, 2]]))
+            report = await eng.reconcile(want)
+            assert by_name(report)["six"].state is State.APPLIED, by_name(report)["six"]
+            info = (await admin.describe_topics(["six"]))["six"].value
+            rack = {i + 1: r for i, r in enumerate(racks)}
+            assert all(len(p.replicas) == 2 and len({rack[b] for b in p.replicas}) == 2 for p in info.partitions)
+            if change == "explicit":
+                assert [list(p.replicas) for p in sorted(info.partitions, key=lambda p: p.partition)] == \
+                    [[1, 3], [3, 5], [5, 1], [2, 4], [4, 6], [6, 2]]
+            load = [sum(b in p.replicas for p in info.partitions) for b in range(1, 7)]
+            assert max(load) - min(load) <= 1  # balanced
+            assert seen and seen[-1].finished
+            again = await eng.reconcile(want)
+            assert by_name(again)["six"].state is State.UNCHANGED
