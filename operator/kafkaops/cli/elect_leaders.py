@@ -8,26 +8,18 @@ import re
 
 import click
 
+from kafkaops.cli.options import regex_option
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import AdminClient
 from kafkaops.kafka.errors import KafkaOpsError
 from kafkaops.reconcile.leaders import Election, PartitionElection, elect_preferred
 
 
-def _regex(_ctx: click.Context, _param: click.Parameter, value: str | None) -> re.Pattern[str] | None:
-    if value is None:
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise click.BadParameter(f"not a regular expression: {exc}") from None
-
-
 @click.command("elect-leaders")
 @click.option("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...] of the cluster.")
 @click.option("--command-config", type=click.Path(exists=True, dir_okay=False),
               help="Kafka client properties (security.protocol, sasl.*, ssl.*).")
-@click.option("--topics", callback=_regex, help="Only topics whose name matches this regular expression.")
+@click.option("--topics", callback=regex_option, help="Only topics whose name matches this regular expression.")
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def elect_leaders(bootstrap_server: str, command_config: str | None, topics: re.Pattern[str] | None, output: str) -> None:
     """Move leadership back to each partition's preferred replica (the first in its assignment).

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from kafkaops.cli.options import regex_option
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import (
     AclBindingFilter,
@@ -56,15 +57,6 @@ class ClusterRead:
     unmapped_acls: tuple[WireAclBinding, ...]
 
 
-def _regex(_ctx: click.Context, _param: click.Parameter, value: str | None) -> re.Pattern[str] | None:
-    if value is None:
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise click.BadParameter(f"{value!r} is not a valid regular expression: {exc}") from None
-
-
 def _include(_ctx: click.Context, _param: click.Parameter, value: str) -> frozenset[str]:
     parts = [part.strip().lower() for part in value.split(",") if part.strip()]
     if not parts:
@@ -86,7 +78,7 @@ def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> s
               help="The cluster to export from.")
 @click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="Kafka client.properties for TLS/SASL (as for the Kafka CLI tools).")
-@click.option("--topics", "topics", metavar="REGEX", callback=_regex,
+@click.option("--topics", "topics", metavar="REGEX", callback=regex_option,
               help="Export only topics whose name matches REGEX (searched anywhere in the name; anchor "
                    "with ^ and $). ACLs and broker configs are not filtered by it.")
 @click.option("--include", "include", default=",".join(_INCLUDE_ORDER), show_default=True, callback=_include,

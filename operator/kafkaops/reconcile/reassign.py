@@ -667,9 +667,8 @@ async def run_reassignment(
     clock: Callable[[], datetime] = _now,
 ) -> ReassignmentProgress:
     """Run `plan` to the end and return the final progress (never raises for Kafka errors)."""
-    executor = _Executor(admin, plan, settings, progress_callback, persist_throttle,
-                         budget or MoveBudget(settings.max_partitions_moving), clock)
-    return await executor.run()
+    return await start(admin, plan, settings, progress_callback, persist_throttle=persist_throttle, budget=budget,
+                       clock=clock).wait()
 
 
 class _Executor:

@@ -133,36 +133,41 @@ def _topic_created(ctx: RequestContext, plan: TopicPlan, topic_id: Any) -> Resul
     return result
 
 
+def _plan_batch(ctx: RequestContext, items: Sequence[Any], duplicate: str,
+                plan: Any) -> tuple[list[tuple[Any, Any]], ItemError | None]:
+    """CreateTopics and CreatePartitions alike: for each distinct name, in order, the item and its
+    plan, or why it is refused (an injected fault, a name given twice, the plan's own error); and
+    the error of the whole request when its plans exceed KRaft's record limit."""
+    counts = Counter(item.name for item in items)
+    planned: list[tuple[Any, Any]] = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if item.name in seen:
+            continue
+        seen.add(item.name)
+        outcome = ctx.gate(index)
+        if outcome is None and counts[item.name] > 1:
+            outcome = invalid_request(duplicate)
+        if outcome is None:
+            outcome = plan(item)
+        planned.append((item, outcome))
+    limit = ctx.record_limit_error(sum(o.records for _, o in planned if not isinstance(o, ItemError)))
+    return planned, limit
+
+
 def handle_create_topics(ctx: RequestContext, body: Any) -> Any:
     state = ctx.state
-    counts = Counter(t.name for t in body.topics)
+    planned, limit = _plan_batch(ctx, body.topics, "Duplicate topic name.", lambda topic: plan_topic(state, topic))
     results: list[Result] = []
-    plans: list[tuple[int, TopicPlan]] = []
-    seen: set[str] = set()
-    for index, topic in enumerate(body.topics):
-        if topic.name in seen:
-            continue
-        seen.add(topic.name)
-        outcome: TopicPlan | ItemError | None = ctx.gate(index)
-        if outcome is None and counts[topic.name] > 1:
-            outcome = invalid_request("Duplicate topic name.")
-        if outcome is None:
-            outcome = plan_topic(state, topic)
-        if isinstance(outcome, TopicPlan):
-            plans.append((len(results), outcome))
-            results.append({})
-        else:
-            results.append(_topic_error(topic.name, outcome))
-    limit = ctx.record_limit_error(sum(plan.records for _, plan in plans))
-    for slot, plan in plans:
-        if limit is not None:
-            results[slot] = _topic_error(plan.name, limit)
+    for topic, outcome in planned:
+        if isinstance(outcome, ItemError) or limit is not None:  # its own error first, else the request's
+            results.append(_topic_error(topic.name, outcome if isinstance(outcome, ItemError) else limit))
             continue
         topic_id = None
         if not body.validate_only:
-            assignments = plan.assignments or state.place(plan.partitions, plan.replication_factor)
-            topic_id = state.add_topic(plan.name, [list(a) for a in assignments], plan.configs).topic_id
-        results[slot] = _topic_created(ctx, plan, topic_id)
+            assignments = outcome.assignments or state.place(outcome.partitions, outcome.replication_factor)
+            topic_id = state.add_topic(outcome.name, [list(a) for a in assignments], outcome.configs).topic_id
+        results.append(_topic_created(ctx, outcome, topic_id))
     return respond(ctx, {"throttle_time": ctx.throttle_time, "topics": results})
 
 
@@ -261,31 +266,17 @@ def plan_partitions(state: ClusterStateDouble, item: Any) -> PartitionsPlan | It
 
 def handle_create_partitions(ctx: RequestContext, body: Any) -> Any:
     state = ctx.state
-    counts = Counter(t.name for t in body.topics)
+    planned, limit = _plan_batch(ctx, body.topics, "Duplicate topic in request.",
+                                 lambda item: plan_partitions(state, item))
     results: list[Result] = []
-    plans: list[tuple[int, PartitionsPlan]] = []
-    seen: set[str] = set()
-    for index, item in enumerate(body.topics):
-        if item.name in seen:
-            continue
-        seen.add(item.name)
-        outcome: PartitionsPlan | ItemError | None = ctx.gate(index)
-        if outcome is None and counts[item.name] > 1:
-            outcome = invalid_request("Duplicate topic in request.")
-        if outcome is None:
-            outcome = plan_partitions(state, item)
-        if isinstance(outcome, PartitionsPlan):
-            plans.append((len(results), outcome))
-            outcome = None
-        results.append({"name": item.name, **(outcome or ItemError(ErrorCode.none)).fields()})
-    limit = ctx.record_limit_error(sum(plan.records for _, plan in plans))
-    for slot, plan in plans:
-        if limit is not None:
-            results[slot].update(limit.fields())
+    for item, outcome in planned:
+        if isinstance(outcome, ItemError) or limit is not None:  # its own error first, else the request's
+            error = outcome if isinstance(outcome, ItemError) else limit
+            results.append({"name": item.name, **error.fields()})
             continue
         if not body.validate_only:
-            added = plan.count - plan.current
-            assignments = plan.assignments or state.place(added, plan.replication_factor, plan.current)
-            state.add_partitions(plan.name, [list(a) for a in assignments])
-        results[slot].update(ctx.success().fields())
+            added = outcome.count - outcome.current
+            assignments = outcome.assignments or state.place(added, outcome.replication_factor, outcome.current)
+            state.add_partitions(outcome.name, [list(a) for a in assignments])
+        results.append({"name": item.name, **ctx.success().fields()})
     return respond(ctx, {"throttle_time": ctx.throttle_time, "results": results})
