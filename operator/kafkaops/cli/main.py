@@ -35,3 +35,5 @@ from kafkaops.cli.run import run  # noqa: E402
 cli.add_command(run)
 from kafkaops.cli.elect_leaders import elect_leaders  # noqa: E402
 cli.add_command(elect_leaders)
+from kafkaops.cli.snapshot import snapshot  # noqa: E402
+cli.add_command(snapshot)
