@@ -161,7 +161,7 @@ class Reconciler:
         """After a restart the status is where ownership survives: load it before planning."""
         if owner is None or context.engine is None:
             return
-        key = context.engine._state_key()
+        key = context.engine.state_key()
         if owner in context.store.load(key).owners:
             return
         keys = ((body.get("status") or {}).get("managedConfigKeys")) or []
@@ -172,7 +172,7 @@ class Reconciler:
         fields: dict[str, Any] = {"lastSyncTime": self.now(), CLAIMED: True}
         owner = _owner(model)
         if owner is not None and context.engine is not None:
-            keys = context.store.load(context.engine._state_key()).keys(owner)
+            keys = context.store.load(context.engine.state_key()).keys(owner)
             fields["managedConfigKeys"] = sorted(keys)
         if isinstance(model, KafkaTopic):  # as declared; replaced by what Metadata says when it is read
             fields["topicName"] = model.topic_name
@@ -229,7 +229,7 @@ class Reconciler:
         if not isinstance(record, Mapping) or model.topic_name in context.runs or context.engine is None:
             return
         owner = f"{THROTTLE_OWNER}/{model.topic_name}"
-        key = context.engine._state_key()
+        key = context.engine.state_key()
         if owner not in context.store.load(key).owners:
             context.store.update(key, {owner: {str(k): (None if v is None else str(v)) for k, v in record.items()}})
 
@@ -250,7 +250,7 @@ class Reconciler:
                 await self.status_writer("kafkatopics", metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
-        run = context.engine.start_reassignment(context.engine._state_key(), plan,
+        run = context.engine.start_reassignment(context.engine.state_key(), plan,
                                                 context.model.spec.replication_throttle, persist=persist)
         context.runs[model.topic_name] = ActiveRun(run, plan.targets())
         return self._moving(body, run.progress, f"reassignment of {len(plan)} partition(s) started")

@@ -104,7 +104,8 @@ class Engine:
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
 
-    def _state_key(self) -> str:
+    def state_key(self) -> str:
+        """Where this cluster's ownership is kept: its cluster id (else the name or bootstrap)."""
         meta = self.batcher.admin.cached_metadata
         if meta is not None and meta.cluster_id:
             return meta.cluster_id
@@ -118,7 +119,7 @@ class Engine:
         before = self._requests()
         if self.batcher.admin.cached_metadata is None:
             await self.batcher.admin.refresh_metadata()
-        key = self._state_key()
+        key = self.state_key()
         ownership = self.store.load(key)
         observed = await self.observe(desired, all_topics=options.all_topics or options.prune, ownership=ownership)
         made = plan(desired, observed, ownership, options.plan_options, self.cluster)
@@ -161,7 +162,7 @@ class Engine:
         before = self._requests()
         if self.batcher.admin.cached_metadata is None:
             await self.batcher.admin.refresh_metadata()
-        key = self._state_key()
+        key = self.state_key()
         ownership = self.store.load(key)
         desired = DesiredState.of([resource])
         observed = await self.observe(desired, ownership=ownership)
