@@ -5,6 +5,15 @@ from __future__ import annotations
 import click
 
 from kafkaops import __version__
+from kafkaops.cli.crds import crds
+from kafkaops.cli.dev_cluster import dev_cluster
+from kafkaops.cli.elect_leaders import elect_leaders
+from kafkaops.cli.export import export
+from kafkaops.cli.fleet import fleet
+from kafkaops.cli.plan_apply import apply, plan
+from kafkaops.cli.run import run
+from kafkaops.cli.snapshot import snapshot
+from kafkaops.cli.validate import validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -13,27 +22,9 @@ def cli() -> None:
     """Declarative GitOps reconciler for Apache Kafka topics, ACLs and configs."""
 
 
+for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fleet, run, dev_cluster):
+    cli.add_command(command)
+
+
 def main() -> None:
     cli()
-from kafkaops.cli.validate import validate
-from kafkaops.cli.crds import crds
-cli.add_command(validate)
-cli.add_command(crds)
-
-
-from kafkaops.cli.dev_cluster import dev_cluster  # noqa: E402
-
-cli.add_command(dev_cluster)
-from kafkaops.cli.export import export  # noqa: E402
-cli.add_command(export)
-
-from kafkaops.cli.plan_apply import apply, plan  # noqa: E402
-
-cli.add_command(plan)
-cli.add_command(apply)
-from kafkaops.cli.run import run  # noqa: E402
-cli.add_command(run)
-from kafkaops.cli.elect_leaders import elect_leaders  # noqa: E402
-cli.add_command(elect_leaders)
-from kafkaops.cli.snapshot import snapshot  # noqa: E402
-cli.add_command(snapshot)

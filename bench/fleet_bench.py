@@ -1,0 +1,431 @@
+"""Benchmark: `kafkaops fleet plan` on a generated fleet, and a pure-Python single-process baseline.
+
+The fleet: 20 clusters (6 brokers each, racks a/b/c), N desired topics in total (KafkaTopic
+manifests, 1,000 per file, under clusters/<name>/topics/), ACL bindings for 20% of N (KafkaAcl
+manifests of 10 bindings each: a PREFIXED Read/Describe on the team's prefix, Write/Describe on
+three topics, a PREFIXED group Read, an IdempotentWrite on the cluster), a policy file, and one
+snapshot per cluster (format version 1, written with pyarrow) in which differences are injected:
+
+    1%    of the declared topics missing            -> create
+    2%    with another retention.ms override         -> update (and drift)
+    0.5%  with fewer partitions                      -> partition-increase
+    0.2%  with more partitions                       -> refused (PartitionDecrease)
+    0.3%  with another replication factor            -> replica-change
+    1%    extra topics nobody declares               -> orphans
+    2%    of the declared ACL bindings missing, 1% extra bindings of declared principals,
+    1%    bindings of undeclared principals          -> ACL updates, drift, orphans
+    0.5%  of the topics declare 24 partitions, 0.5% min.insync.replicas 1 -> policy violations
+
+For each size the pipeline runs as `kafkaops fleet plan` in a child process (local[*]); wall
+time and the peak memory of its whole process tree (Python driver + Spark JVM + Python workers,
+sampled from /proc every 0.2 s) are reported. The baseline runs in one Python process without
+Spark: `kafkaops validate`'s load_and_validate, the snapshot tables read with pyarrow, and per
+cluster the same plan() plus orphans, drift of topics, and access by a prefix dictionary.
+
+    .venv/bin/python bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
+
+Generated fleets are kept under --work (default /tmp/kafkaops-fleet-bench) and reused.
+Not a test: numbers vary with the machine; the figures measured are in docs/fleet.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+CLUSTERS = 20
+BROKERS = 6
+RACKS = ("a", "b", "c")
+TOPICS_PER_FILE = 1000
+PRINCIPALS_PER_FILE = 200
+BINDINGS_PER_PRINCIPAL = 10
+TEAMS, SERVICES = 50, 20
+PARTITION_CHOICES = (1, 3, 3, 6, 6, 6, 12)
+RETENTION = 604_800_000
+API = "apiVersion: kafkaops.io/v1alpha1"
+
+POLICY = """\
+version: 1
+check: desired
+topics:
+  naming:
+    - pattern: 't[0-9]+\\.s[0-9]+\\.[a-z]+-[0-9]+'
+      message: <team>.<service>.<name>-<n>
+  minReplicationFactor: 3
+  minInsyncReplicas: 2
+  retentionMs: {min: 3600000, max: 2592000000}
+  maxPartitions: 12
+acls:
+  forbidWildcardPrincipal: true
+  forbidWildcardResource: true
+  forbidDenyShadowingAllow: true
+"""
+
+
+# --- generation -----------------------------------------------------------------------------------------------------
+
+
+def topic_name(c: int, i: int) -> str:
+    return f"t{i % TEAMS}.s{(i // TEAMS) % SERVICES}.events-{i}"
+
+
+def topic_yaml(cluster: str, name: str, partitions: int, retention: int, min_isr: str = "2") -> str:
+    return (f"{API}\nkind: KafkaTopic\nmetadata:\n  name: {name}\nspec:\n  clusterRef:\n    name: {cluster}\n"
+            f"  partitions: {partitions}\n  replicationFactor: 3\n  config:\n    retention.ms: \"{retention}\"\n"
+            f"    min.insync.replicas: \"{min_isr}\"\n    cleanup.policy: delete\n")
+
+
+def principal_bindings(cluster: str, p: int, per_cluster: int) -> tuple[str, list[tuple]]:
+    """A principal's KafkaAcl document and its bindings (principal, type, name, pattern, op, permission, host)."""
+    principal = f"User:svc-{p}"
+    prefix = f"t{p % TEAMS}.s{(p // TEAMS) % SERVICES}."
+    writes = [topic_name(0, (p * 7 + k * 13) % per_cluster) for k in range(3)]
+    bindings = [(principal, "Topic", prefix, "Prefixed", op, "Allow", "*") for op in ("Read", "Describe")]
+    bindings += [(principal, "Topic", t, "Literal", "Write", "Allow", "*") for t in writes]
+    bindings += [(principal, "Topic", t, "Literal", "Describe", "Allow", "*") for t in writes]
+    bindings += [(principal, "Group", f"svc-{p}-", "Prefixed", "Read", "Allow", "*"),
+                 (principal, "Cluster", "kafka-cluster", "Literal", "IdempotentWrite", "Allow", "*")]
+    assert len(bindings) == BINDINGS_PER_PRINCIPAL
+    entries = [
+        f"    - resource: {{type: Topic, name: \"{prefix}\", patternType: Prefixed}}\n      operations: [Read, Describe]\n",
+        *(f"    - resource: {{type: Topic, name: \"{t}\"}}\n      operations: [Write, Describe]\n" for t in writes),
+        f"    - resource: {{type: Group, name: \"svc-{p}-\", patternType: Prefixed}}\n      operations: [Read]\n",
+        "    - resource: {type: Cluster, name: kafka-cluster}\n      operations: [IdempotentWrite]\n",
+    ]
+    doc = (f"{API}\nkind: KafkaAcl\nmetadata:\n  name: svc-{p}\nspec:\n  clusterRef:\n    name: {cluster}\n"
+           f"  principal: \"{principal}\"\n  acls:\n" + "".join(entries))
+    return doc, bindings
+
+
+def generate(root: Path, total_topics: int, seed: int = 7) -> dict:
+    """Write repo/, snapshots/ and policy.yaml under root; returns counts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+    try:
+        from kafkaops.snapshot.format import SCHEMAS
+    except ImportError:  # pragma: no cover
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fleet"))
+        from fleet_helpers import SCHEMAS  # type: ignore[no-redef]
+
+    rng = random.Random(seed)
+    per_cluster = total_topics // CLUSTERS
+    principals = max(1, total_topics // 5 // BINDINGS_PER_PRINCIPAL // CLUSTERS)
+    counts: dict[str, int] = defaultdict(int)
+    repo, snaps = root / "repo", root / "snapshots"
+    for c in range(CLUSTERS):
+        cluster = f"kc{c:02d}"
+        folder = repo / "clusters" / cluster
+        (folder / "topics").mkdir(parents=True, exist_ok=True)
+        (folder / "acls").mkdir(parents=True, exist_ok=True)
+        (folder / "cluster.yaml").write_text(
+            f"{API}\nkind: KafkaCluster\nmetadata:\n  name: {cluster}\nspec:\n  bootstrapServers: "
+            f"[\"{cluster}-0.kafka:9092\"]\n  topicDeletion:\n    policy: Retain\n")
+        topics, partitions, configs = defaultdict(list), defaultdict(list), defaultdict(list)
+
+        def observe(name: str, parts: int, rf: int, retention: int, min_isr: str = "2") -> None:
+            topics["cluster"].append(cluster); topics["topic"].append(name); topics["topic_id"].append(None)  # noqa: E702
+            topics["partitions"].append(parts); topics["replication_factor"].append(rf)  # noqa: E702
+            topics["internal"].append(False)
+            start = rng.randrange(BROKERS)
+            for p in range(parts):
+                replicas = [(start + p + r) % BROKERS for r in range(rf)]
+                partitions["cluster"].append(cluster); partitions["topic"].append(name)  # noqa: E702
+                partitions["partition"].append(p); partitions["leader"].append(replicas[0])  # noqa: E702
+                partitions["replicas"].append(replicas); partitions["isr"].append(replicas)  # noqa: E702
+            for key, value in (("retention.ms", str(retention)), ("min.insync.replicas", min_isr),
+                               ("cleanup.policy", "delete")):
+                configs["cluster"].append(cluster); configs["topic"].append(name); configs["key"].append(key)  # noqa: E702
+                configs["value"].append(value); configs["source"].append("DYNAMIC_TOPIC_CONFIG")  # noqa: E702
+                configs["sensitive"].append(False)
+
+        chunk: list[str] = []
+        for i in range(per_cluster):
+            name = topic_name(c, i)
+            parts = rng.choice(PARTITION_CHOICES)
+            retention = RETENTION + (i % 7) * 3_600_000
+            min_isr = "2"
+            breach = rng.random()  # policy violations, declared and applied alike
+            if breach < 0.005:
+                parts = 24
+                counts["injected_policy_partitions"] += 1
+            elif breach < 0.01:
+                min_isr = "1"
+                counts["injected_policy_min_isr"] += 1
+            chunk.append(topic_yaml(cluster, name, parts, retention, min_isr))
+            counts["desired_topics"] += 1
+            roll = rng.random()
+            if roll < 0.01:
+                counts["injected_missing"] += 1
+            elif roll < 0.03:
+                observe(name, parts, 3, retention + 1000, min_isr)
+                counts["injected_retention"] += 1
+            elif roll < 0.035 and parts > 1:
+                observe(name, parts - 1, 3, retention, min_isr)
+                counts["injected_fewer_partitions"] += 1
+            elif roll < 0.037:
+                observe(name, parts + 1, 3, retention, min_isr)
+                counts["injected_more_partitions"] += 1
+            elif roll < 0.040:
+                observe(name, parts, 2, retention, min_isr)
+                counts["injected_replication"] += 1
+            else:
+                observe(name, parts, 3, retention, min_isr)
+            if len(chunk) == TOPICS_PER_FILE or i == per_cluster - 1:
+                (folder / "topics" / f"topics-{i // TOPICS_PER_FILE:04d}.yaml").write_text("---\n".join(chunk))
+                counts["files"] += 1
+                chunk = []
+        for k in range(per_cluster // 100):  # undeclared topics
+            observe(f"legacy.{cluster}.orphan-{k}", rng.choice(PARTITION_CHOICES), 3, RETENTION)
+            counts["injected_orphan_topics"] += 1
+        observe("__consumer_offsets", 50, 3, RETENTION)
+        acl_rows: dict[str, list] = defaultdict(list)
+
+        def acl_row(b: tuple) -> None:
+            for key, value in zip(("principal", "resource_type", "resource_name", "pattern_type", "operation",
+                                   "permission", "host"), b):
+                acl_rows[key].append(value)
+            acl_rows["cluster"].append(cluster)
+
+        docs: list[str] = []
+        for p in range(principals):
+            doc, bindings = principal_bindings(cluster, p, per_cluster)
+            docs.append(doc)
+            for b in bindings:
+                counts["desired_bindings"] += 1
+                roll = rng.random()
+                if roll < 0.02:
+                    counts["injected_missing_bindings"] += 1
+                    continue
+                acl_row(b)
+                if roll < 0.03:
+                    acl_row((b[0], "Topic", f"t{p % TEAMS}.extra-{p}", "Literal", "Read", "Allow", "*"))
+                    counts["injected_extra_bindings"] += 1
+                if roll < 0.04:
+                    acl_row((f"User:legacy-{p}", "Topic", b[2], b[3], "Read", "Allow", "*"))
+                    counts["injected_orphan_bindings"] += 1
+            if len(docs) == PRINCIPALS_PER_FILE or p == principals - 1:
+                (folder / "acls" / f"acls-{p // PRINCIPALS_PER_FILE:04d}.yaml").write_text("---\n".join(docs))
+                counts["files"] += 1
+                docs = []
+        base = snaps / cluster
+        base.mkdir(parents=True, exist_ok=True)
+        for table, data in (("topics", topics), ("partitions", partitions), ("topic_configs", configs),
+                            ("acls", acl_rows), ("broker_configs", {})):
+            schema = SCHEMAS[table]
+            columns = {f.name: data.get(f.name, []) for f in schema}
+            pq.write_table(pa.table(columns, schema=schema), base / f"{table}.parquet")
+        counts["observed_topics"] += len(topics["topic"])
+        counts["observed_partitions"] += len(partitions["topic"])
+        header = {"format": "kafkaops-snapshot", "version": 1, "cluster": cluster, "clusterId": f"id-{cluster}",
+                  "bootstrap": f"{cluster}-0.kafka:9092", "controllerId": 0,
+                  "brokers": [{"id": b, "host": f"{cluster}-{b}.kafka", "port": 9092, "rack": RACKS[b % 3]}
+                              for b in range(BROKERS)],
+                  "takenAt": "2026-11-22T00:00:00Z", "seconds": 1.0,
+                  "counts": {"topics": len(topics["topic"]), "partitions": len(partitions["topic"])}, "notes": []}
+        (base / "header.json").write_text(json.dumps(header))
+    (root / "policy.yaml").write_text(POLICY)
+    (root / "counts.json").write_text(json.dumps(counts, indent=1))
+    return dict(counts)
+
+
+def fleet_for(work: Path, size: int) -> tuple[Path, dict]:
+    root = work / f"fleet-{size}"
+    if (root / "counts.json").exists():
+        return root, json.loads((root / "counts.json").read_text())
+    shutil.rmtree(root, ignore_errors=True)
+    started = time.monotonic()
+    counts = generate(root, size)
+    print(f"generated {size:,} topics in {time.monotonic() - started:.0f} s: {root}", file=sys.stderr)
+    return root, counts
+
+
+# --- measuring -------------------------------------------------------------------------------------------------------
+
+
+def _tree_rss(root_pid: int) -> int:
+    """Resident bytes of root_pid and every descendant (from /proc)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children[ppid].append(int(entry))
+        rss[int(entry)] = pages * page
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
+def measure(argv: list[str], log: Path) -> tuple[float, float, int]:
+    """(wall seconds, peak MiB of the process tree, exit code) of a command."""
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(process.pid))
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = process.wait()
+    done.set()
+    sampler.join()
+    return time.monotonic() - started, peak / 2**20, code
+
+
+# --- the pure-Python baseline (run in its own process: --baseline-run ROOT) -----------------------------------------
+
+
+def baseline(root: Path) -> dict:
+    """validate + plan + orphans + topic drift + access, single process, no Spark."""
+    import pyarrow.parquet as pq
+
+    from kafkaops.fleet.plan import desired_state, observed_state
+    from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan
+    from kafkaops.resources.models import KafkaAcl, KafkaCluster, KafkaTopic
+    from kafkaops.resources.validation import load_and_validate
+
+    import re
+
+    times: dict[str, float] = {}
+    t = time.monotonic()
+    validated = load_and_validate([root / "repo"])
+    times["validate"] = time.monotonic() - t
+    t = time.monotonic()
+    by_cluster: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r in validated.valid:
+        if isinstance(r, KafkaCluster):
+            by_cluster[r.name]["cluster"].append(r)
+        elif isinstance(r, (KafkaTopic, KafkaAcl)):
+            by_cluster[r.cluster_ref.name]["topics" if isinstance(r, KafkaTopic) else "acls"].append(r)
+    changes = orphan_count = drift_count = access_rows = 0
+    protected = re.compile(DEFAULT_PROTECTED_TOPICS)
+    for cluster in sorted(p.name for p in (root / "snapshots").iterdir()):
+        base = root / "snapshots" / cluster
+        header = json.loads((base / "header.json").read_text())
+        header["brokers"] = [(b["id"], b["host"], b["port"], b["rack"]) for b in header["brokers"]]
+        topics = pq.read_table(base / "topics.parquet").to_pylist()
+        parts: dict[str, list] = defaultdict(list)
+        for p in pq.read_table(base / "partitions.parquet").to_pylist():
+            parts[p["topic"]].append((p["partition"], p["replicas"]))
+        configs: dict[str, list] = defaultdict(list)
+        for row in pq.read_table(base / "topic_configs.parquet").to_pylist():
+            configs[row["topic"]].append(row)
+        rows = [{**row, "assignment": [r for _, r in sorted(parts[row["topic"]])], "all_led": True,
+                 "configs": configs[row["topic"]]} for row in topics]
+        acls = pq.read_table(base / "acls.parquet").to_pylist()
+        group = by_cluster[cluster]
+        desired = desired_state(cluster, [], [], [], None)
+        desired = type(desired)(tuple(group["topics"]), tuple(group["acls"]), (),
+                                group["cluster"][0] if group["cluster"] else None)
+        declared = {t.topic_name: frozenset(t.config) for t in desired.topics}
+        observed = observed_state(header, rows, acls, [], declared)
+        made = plan(desired, observed, None, PlanOptions())
+        changes += sum(1 for r in made.resources if r.action.value != "none" or r.problem)
+        names = {t["topic"] for t in topics}
+        orphan_count += sum(1 for n in names - set(declared) if not protected.match(n))
+        for wanted in desired.topics:
+            seen = observed.topics.get(wanted.topic_name)
+            if seen is not None:
+                drift_count += (wanted.partitions != seen.partitions) + (wanted.replication_factor != seen.replication_factor)
+                for key, value in wanted.config.items():
+                    cfg = (seen.configs or {}).get(key)
+                    drift_count += cfg is None or cfg.value != value
+        prefixes: dict[str, list] = defaultdict(list)
+        literal: dict[str, list] = defaultdict(list)
+        for a in acls:
+            if a["resource_type"] == "Topic" and a["operation"] in ("Read", "Write", "All"):
+                (prefixes if a["pattern_type"] == "Prefixed" else literal)[a["resource_name"]].append(a)
+        lengths = sorted({len(p) for p in prefixes})
+        for name in names:
+            hits = literal.get(name, []) + literal.get("*", [])
+            for n in lengths:
+                hits += prefixes.get(name[:n], []) if len(name) >= n else []
+            access_rows += len({(h["principal"], h["operation"]) for h in hits})
+    times["plan+orphans+drift+access"] = time.monotonic() - t
+    return {"changes": changes, "orphans": orphan_count, "drift": drift_count, "access": access_rows,
+            "invalid": len(validated.invalid), "times": times}
+
+
+# --- main ----------------------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,300000,1000000", help="total desired topics, comma list")
+    parser.add_argument("--baseline", default="100000,300000", help="sizes that also run the pure-Python baseline")
+    parser.add_argument("--work", default="/tmp/kafkaops-fleet-bench", help="where fleets are generated and kept")
+    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--baseline-run", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.baseline_run:
+        print(json.dumps(baseline(Path(args.baseline_run))))
+        return
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    baseline_sizes = {int(s) for s in args.baseline.split(",") if s}
+    results = []
+    for size in sizes:
+        root, counts = fleet_for(work, size)
+        out = root / "out"
+        argv = [sys.executable, "-m", "kafkaops", "fleet", "plan", "--desired", str(root / "repo"), "--observed",
+                str(root / "snapshots"), "--out", str(out), "--policy", str(root / "policy.yaml"),
+                "--driver-memory", args.driver_memory]
+        if args.master:
+            argv += ["--master", args.master]
+        log = root / "fleet.log"
+        wall, peak, code = measure(argv, log)
+        stages = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[") and " - " in line]
+        row = {"size": size, "engine": "spark local[*]", "wall": wall, "peak": peak, "code": code, "counts": counts,
+               "stages": stages}
+        results.append(row)
+        print(f"fleet {size:,}: {wall:.1f} s, peak {peak:.0f} MiB, exit {code}", file=sys.stderr)
+        for line in stages:
+            print("   " + line, file=sys.stderr)
+        if size in baseline_sizes:
+            blog = root / "baseline.log"
+            bwall, bpeak, bcode = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)
+            detail = blog.read_text().strip().splitlines()[-1] if blog.exists() else ""
+            results.append({"size": size, "engine": "pure Python, 1 process", "wall": bwall, "peak": bpeak,
+                            "code": bcode, "detail": detail})
+            print(f"baseline {size:,}: {bwall:.1f} s, peak {bpeak:.0f} MiB ({detail})", file=sys.stderr)
+    print(f"\nMachine: {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}")
+    print("| desired topics | ACL bindings | observed partitions | engine | wall s | peak MiB (process tree) |")
+    print("| ---: | ---: | ---: | --- | ---: | ---: |")
+    for row in results:
+        counts = next(r["counts"] for r in results if r["size"] == row["size"] and "counts" in r)
+        print(f"| {row['size']:,} | {counts.get('desired_bindings', 0):,} | {counts.get('observed_partitions', 0):,} | "
+              f"{row['engine']} | {row['wall']:.1f} | {row['peak']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""kafkaops fleet: the whole fleet's desired state against snapshots of its clusters, on Spark.
+
+    kafkaops fleet plan --desired repo/ --observed snapshots/ --out out/ [--policy policy.yaml]
+
+Stages (pipeline.py), each a small module working on Spark DataFrames:
+
+| module | what it does |
+|---|---|
+| `session.py` | The SparkSession: `local[*]` by default, `--master` or spark-submit's otherwise. |
+| `desired.py` | Manifests read and parsed inside Spark (one task per file split), per-document checks distributed, checks across documents (duplicates, clusterRefs) as aggregations. |
+| `observed.py` | Snapshots (format `kafkaops-snapshot` version 1): headers checked, Parquet tables read. |
+| `plan.py` | Per cluster, inside one task: `DesiredState` + `ObservedState` -> `kafkaops.reconcile.plan.plan`. |
+| `drift.py`, `orphans.py` | Declared values that differ; topics and ACL bindings declared nowhere. |
+| `policy.py` | The policy file (YAML, schema-checked) and its rules as Spark expressions. |
+| `access.py` | Who can read/write which topic: ACL bindings matched to topics by equi-joins on names and prefixes. |
+| `report.py` | report.html (inline SVG, no script) and summary.md from small aggregates. |
+
+Nothing here imports pyspark at import time except the modules that need it, so
+`kafkaops --help` stays fast. See docs/fleet.md.
+"""

@@ -1,0 +1,272 @@
+"""One manifest file -> rows, one per document: the pure-Python half of the desired stage.
+
+Runs inside Spark tasks (desired.py maps it over the files), and is tested on its own.
+Each document is loaded by `kafkaops.resources.loader.load_text` and checked by the same
+per-document checks as `kafkaops validate` (`validation.check_document`: schema + rules);
+valid documents are built into models (`build_resource`) whose fields become the row.
+Invalid documents keep the identity fields (cluster, topic name, principal, broker id) read
+defensively from the raw body, like `set_rules` does, so duplicates across files are
+still reported when one of the copies has other errors.
+
+Cluster of a document:
+1. `spec.clusterRef.name` when the document has one (a KafkaCluster: its own name);
+2. else, for a file under a `clusters/<name>/` directory (the nearest such component of
+   its path), `<name>`: the document is checked and built as if it said
+   `clusterRef: {name: <name>}`;
+3. else none (the schema's "required field is missing" error for spec.clusterRef).
+A clusterRef that disagrees with the directory wins, with a ClusterRefOutsideDirectory warning.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from kafkaops.resources.documents import Document, Source
+from kafkaops.resources.issues import Finding, Severity, ValidationIssue
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC, KINDS
+from kafkaops.resources.loader import load_text
+from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, build_resource
+from kafkaops.resources.rules import check_rules, effective_topic_name
+from kafkaops.resources.validation import check_document
+
+CLUSTER_REF_OUTSIDE_DIRECTORY = "ClusterRefOutsideDirectory"
+CLUSTERS_DIRECTORY = "clusters"
+
+# The columns of a document row, in order (desired.DOC_SCHEMA gives their Spark types).
+DOC_COLUMNS = (
+    "file", "index", "line", "kind", "namespace", "name", "cluster", "cluster_from", "ref_namespace", "valid",
+    "topic_name", "topic_name_path", "partitions", "replication_factor", "replica_assignment", "config",
+    "deletion_policy", "principal", "bindings", "broker_id", "has_broker_id",
+    "bootstrap", "max_deletions", "allowed_namespaces", "lines", "issues",
+)
+_LINE_PATHS = ("metadata.name", "spec.topicName", "spec.principal", "spec.brokerId", "spec.clusterRef.name",
+               "spec.clusterRef", "spec")
+
+
+def display_path(path: str) -> str:
+    """A file as people know it: `file:/a/b.yaml` (Spark's spelling) -> `/a/b.yaml`; other URIs as they are."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+def directory_cluster(path: str) -> str | None:
+    """`<name>` of the nearest `clusters/<name>/` directory above `path`, or None."""
+    parts = display_path(path).replace("\\", "/").split("/")[:-1]  # directories only
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == CLUSTERS_DIRECTORY and parts[i + 1]:
+            return parts[i + 1]
+    return None
+
+
+# --- a faster schema check (the same schema, $refs inlined) ---------------------------------------
+
+
+@cache
+def _inlined_schema(kind: str) -> dict[str, Any] | None:
+    """The kind's JSON Schema with every $ref inlined (None: a recursive or dynamic $ref)."""
+    from kafkaops.resources.schemas import registry, schema_for
+
+    schema = schema_for(kind)
+
+    def inline(node: Any, resolver: Any, depth: int) -> Any:
+        if depth > 50:
+            raise RecursionError("recursive $ref")
+        if isinstance(node, Mapping):
+            if "$dynamicRef" in node or "$recursiveRef" in node:
+                raise RecursionError("dynamic $ref")
+            if "$ref" in node:
+                resolved = resolver.lookup(node["$ref"])
+                target = inline(resolved.contents, resolved.resolver, depth + 1)
+                rest = {k: inline(v, resolver, depth + 1) for k, v in node.items() if k != "$ref"}
+                return {"allOf": [target, rest]} if rest else target
+            return {k: inline(v, resolver, depth + 1) for k, v in node.items() if k not in ("$id", "$defs")}
+        if isinstance(node, list):
+            return [inline(item, resolver, depth + 1) for item in node]
+        return node
+
+    try:
+        return inline(schema, registry().resolver(base_uri=schema["$id"]), 0)
+    except RecursionError:
+        return None
+
+
+@cache
+def schema_predicate(kind: str) -> Callable[[Any], bool]:
+    """"Has this `kind` document no schema error?", fast: the schema with its $refs inlined, compiled
+    to closures (fastschema.py); jsonschema on the inlined schema when it cannot be compiled, the
+    registry-resolving validator when it cannot be inlined. Only a True answer is relied on: the
+    errors themselves always come from `check_document` (tests/fleet compares the answers with
+    jsonschema's on the corpus and on mutated documents)."""
+    from jsonschema import Draft202012Validator
+
+    from kafkaops.fleet.fastschema import compile_schema
+    from kafkaops.resources.schemas import validator_for
+
+    flat = _inlined_schema(kind)
+    if flat is None:
+        return validator_for(kind).is_valid
+    return compile_schema(flat) or Draft202012Validator(flat).is_valid
+
+
+def _issue(doc: Document, finding: Finding) -> ValidationIssue:
+    source = doc.source
+    return ValidationIssue(
+        finding.severity, source.file, source.index if source.file is not None else None, source.kind or None,
+        source.name or None, finding.path, finding.reason, finding.rule, doc.line_of(finding.path), source,
+    )
+
+
+def check(doc: Document) -> list[ValidationIssue]:
+    """`validation.check_document(doc)`, faster for documents without a schema error."""
+    if doc.kind not in KINDS or not schema_predicate(doc.kind)(doc.body):
+        return check_document(doc)
+    return [_issue(doc, f) for f in check_rules(doc.kind, doc.body)]
+
+
+# --- raw identities (read defensively, as set_rules does) ---------------------------------------
+
+
+def _get(body: Any, *keys: str) -> Any:
+    current = body
+    for key in keys:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(key)
+    return current
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _with_directory_cluster(doc: Document, cluster: str) -> Document:
+    body = copy.deepcopy(dict(doc.body))
+    spec = body.get("spec")
+    if not isinstance(spec, Mapping):
+        return doc
+    body["spec"] = {"clusterRef": {"name": cluster}, **spec}
+    return Document(doc.source, body, doc.line, doc.lines)
+
+
+# --- rows ------------------------------------------------------------------------------------------
+
+
+def _issue_row(issue: ValidationIssue) -> dict[str, Any]:
+    return {"severity": str(issue.severity), "rule": issue.rule, "path": issue.path, "line": issue.line,
+            "message": issue.reason}
+
+
+def _empty_row(file: str, index: int | None, kind: str | None, namespace: str | None, name: str | None,
+               cluster: str | None, cluster_from: str | None, issues: list[tuple[Any, ...]]) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(DOC_COLUMNS)
+    row.update(file=file, index=index, kind=kind, namespace=namespace, name=name, cluster=cluster,
+               cluster_from=cluster_from, valid=False, has_broker_id=False, issues=issues)
+    return row
+
+
+def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[ValidationIssue] = ()) -> dict[str, Any]:
+    """The row of one loaded document."""
+    body = doc.body
+    kind = doc.kind
+    ref_name = _str(_get(body, "spec", "clusterRef", "name"))
+    issues: list[ValidationIssue] = list(extra)
+    cluster_from: str | None = None
+    if kind == KAFKA_CLUSTER:
+        cluster = _str(_get(body, "metadata", "name"))
+        cluster_from = "KafkaCluster"
+        if dir_cluster and cluster and cluster != dir_cluster:
+            issues.append(_issue(doc, Finding("metadata.name", f"KafkaCluster {cluster!r} is declared under "
+                                              f"{CLUSTERS_DIRECTORY}/{dir_cluster}/", CLUSTER_REF_OUTSIDE_DIRECTORY,
+                                              Severity.WARNING)))
+    elif ref_name is not None:
+        cluster, cluster_from = ref_name, "clusterRef"
+        if dir_cluster and ref_name != dir_cluster:
+            issues.append(_issue(doc, Finding("spec.clusterRef.name", f"clusterRef names {ref_name!r} but the file "
+                                              f"is under {CLUSTERS_DIRECTORY}/{dir_cluster}/: the clusterRef wins",
+                                              CLUSTER_REF_OUTSIDE_DIRECTORY, Severity.WARNING)))
+    elif dir_cluster and _get(body, "spec", "clusterRef") is None and isinstance(_get(body, "spec"), Mapping):
+        doc = _with_directory_cluster(doc, dir_cluster)
+        body = doc.body
+        cluster, cluster_from = dir_cluster, "directory"
+    else:
+        cluster = None
+    issues.extend(check(doc))
+    valid = not any(i.is_error for i in issues)
+    source = doc.source
+    row = _empty_row(source.file or "", source.index, kind, source.namespace, source.name or None, cluster,
+                     cluster_from, [])
+    row["line"] = doc.line
+    row["valid"] = valid
+    row["ref_namespace"] = _str(_get(body, "spec", "clusterRef", "namespace")) or source.namespace
+    row["lines"] = {p: line for p in _LINE_PATHS if (line := doc.lines.get(p)) is not None}
+    row["issues"] = [_issue_row(i) for i in issues]
+    model = build_resource(doc) if valid else None
+    if kind == KAFKA_TOPIC:
+        name, path = effective_topic_name(body)
+        row["topic_name"], row["topic_name_path"] = name, path
+        if isinstance(model, KafkaTopic):
+            row["partitions"] = model.partitions
+            row["replication_factor"] = model.replication_factor
+            row["replica_assignment"] = [list(r) for r in model.replica_assignment] if model.replica_assignment else None
+            row["config"] = dict(model.config)
+            row["deletion_policy"] = str(model.deletion_policy) if model.deletion_policy else None
+    elif kind == KAFKA_ACL:
+        row["principal"] = _str(_get(body, "spec", "principal"))
+        if isinstance(model, KafkaAcl):
+            row["bindings"] = [
+                {"resource_type": str(b.resource_type), "resource_name": b.resource_name,
+                 "pattern_type": str(b.pattern_type), "host": b.host, "operation": str(b.operation),
+                 "permission": str(b.permission)}
+                for b in sorted(model.bindings)
+            ]
+    elif kind == KAFKA_BROKER_CONFIG:
+        spec = _get(body, "spec")
+        broker = _get(body, "spec", "brokerId")
+        row["has_broker_id"] = isinstance(spec, Mapping) and "brokerId" in spec
+        row["broker_id"] = broker if isinstance(broker, int) and not isinstance(broker, bool) else None
+        if isinstance(model, KafkaBrokerConfig):
+            row["config"] = dict(model.config)
+    elif kind == KAFKA_CLUSTER and isinstance(model, KafkaCluster):
+        spec = model.spec
+        row["bootstrap"] = list(spec.bootstrap_servers)
+        row["deletion_policy"] = str(spec.topic_deletion.policy)
+        row["max_deletions"] = spec.topic_deletion.max_deletions_per_reconcile
+        row["allowed_namespaces"] = (None if spec.allowed_namespaces is None else
+                                     [{"namespace": a.namespace, "topic_prefixes": list(a.topic_prefixes)}
+                                      for a in spec.allowed_namespaces])
+    return row
+
+
+def parse_file(file: str, text: str) -> Iterator[dict[str, Any]]:
+    """Every row of one manifest file: its documents, and its file-level errors (a YAML syntax error)."""
+    shown = display_path(file)
+    dir_cluster = directory_cluster(shown)
+    loaded = load_text(text, shown)
+    attached: dict[Source, list[ValidationIssue]] = {}
+    loose: list[ValidationIssue] = []
+    known = {doc.source for doc in loaded.documents}
+    for issue in loaded.errors:
+        if issue.source is not None and issue.source in known:
+            attached.setdefault(issue.source, []).append(issue)
+        else:
+            loose.append(issue)
+    for doc in loaded.documents:
+        yield document_row(doc, dir_cluster, attached.get(doc.source, ()))
+    for issue in loose:
+        yield _empty_row(shown, issue.index, issue.kind, None, issue.name, dir_cluster, None, [_issue_row(issue)])
+
+
+def parse_files(items: Iterable[tuple[str, str]]) -> Iterator[str]:
+    """(file, text) pairs -> one JSON object per row (what a Spark task runs; Spark's JSON reader
+    turns them into typed rows in the JVM, much faster than converting Python objects)."""
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    for file, text in items:
+        for row in parse_file(file, text or ""):
+            yield dumps({k: v for k, v in row.items() if v is not None})  # absent = null: less to parse

@@ -1,0 +1,299 @@
+"""The plan stage: what `kafkaops apply` would do, per cluster, by the engine's own planner.
+
+Spark gathers each cluster's desired resources and its snapshot into one row (aggregations in
+the JVM); one Python task per cluster rebuilds the engine's inputs from that row -
+`DesiredState` (the KafkaTopic/KafkaAcl/KafkaBrokerConfig/KafkaCluster models) and
+`ObservedState` (topics with assignments and configs, ACLs by principal, broker configs,
+brokers from the header) - and calls `kafkaops.reconcile.plan.plan`, the pure function
+`kafkaops plan` calls. Every ResourcePlan with an action or a problem becomes a row.
+
+Like `kafkaops plan --no-state`: there is no ownership record in the fleet, so a config key
+removed from a manifest is never planned for reset.
+
+Snapshots hold only non-default topic configs; a declared key missing from the snapshot is
+given Kafka's default (the catalog's) with source DEFAULT_CONFIG, which is what a
+DescribeConfigs would have said, so the field changes read the same (`old: "... (default)"`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from kafkaops.kafka import ConfigSource
+from kafkaops.reconcile.actions import Action, Plan
+from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.observed import ObservedBroker, ObservedConfig, ObservedState, ObservedTopic
+from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan
+from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
+from kafkaops.resources.documents import Source
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.models import (
+    ClusterRef,
+    DeletionPolicy,
+    FrozenDict,
+    KafkaAcl,
+    KafkaBrokerConfig,
+    KafkaCluster,
+    KafkaClusterSpec,
+    KafkaTopic,
+    TopicDeletion,
+)
+from kafkaops.resources.topic_configs import topic_config_default
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from kafkaops.fleet.desired import Desired
+    from kafkaops.fleet.observed import Observed
+
+PLAN_DDL = ("record string, cluster string, kind string, name string, action string, "
+            "changes array<struct<field:string,old:string,new:string>>, changed_fields array<string>, "
+            "problem_reason string, problem_message string, file string, `index` int, namespace string, "
+            "resource string, note string")
+PLAN_COLUMNS = ["cluster", "kind", "name", "action", "changed_fields", "changes", "problem_reason",
+                "problem_message", "file", "index", "namespace", "resource"]
+PLAN_COLUMNS_ALL = ["record", "cluster", "kind", "name", "action", "changes", "changed_fields", "problem_reason",
+                    "problem_message", "file", "index", "namespace", "resource", "note"]
+_LISTS = ("d_topics", "d_acls", "d_brokers", "d_cluster", "o_topics", "o_partitions", "o_configs", "o_acls",
+          "o_brokers")
+
+
+def plan_json(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]], prune: bool,
+              protected: str) -> Iterator[str]:
+    """plan_cluster over a row whose lists arrive as JSON (to_json in the JVM, json.loads here: far
+    cheaper than Spark's conversion of nested rows into Python objects), answering JSON rows."""
+    import json
+
+    lists = row["lists"] or {}
+    decoded: dict[str, Any] = {"cluster": row["cluster"]}
+    for key in _LISTS:
+        decoded[key] = json.loads(lists[key]) if key in lists else []
+    decoded["d_cluster"] = decoded["d_cluster"][0] if decoded["d_cluster"] else None
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    for out in plan_cluster(decoded, headers, prune, protected):
+        item = dict(zip(PLAN_COLUMNS_ALL, out))
+        if item["changes"] is not None:
+            item["changes"] = [{"field": f, "old": o, "new": n} for f, o, n in item["changes"]]
+        yield encode(item)
+
+
+# --- rebuilding the engine's inputs from rows (pure; tested without Spark) -----------------------------
+
+
+def _source(kind: str, row: Mapping[str, Any]) -> Source:
+    return Source(row["file"], row["index"] if row["index"] is not None else 0, kind, row["namespace"],
+                  row["name"] or "")
+
+
+def topic_model(cluster: str, row: Mapping[str, Any]) -> KafkaTopic:
+    assignment = row["replica_assignment"]
+    policy = row["deletion_policy"]
+    return KafkaTopic(
+        _source(KAFKA_TOPIC, row), row["name"] or row["topic"], row["namespace"],
+        ClusterRef(cluster, row["ref_namespace"]), row["topic"], row["partitions"], row["replication_factor"],
+        None if assignment is None else tuple(tuple(r) for r in assignment),
+        FrozenDict(row["config"] or {}), None if policy is None else DeletionPolicy(policy),
+    )
+
+
+def binding_model(principal: str, b: Mapping[str, Any]) -> AclBinding:
+    return AclBinding(ResourceType(b["resource_type"]), b["resource_name"], PatternType(b["pattern_type"]), principal,
+                      b["host"], AclOperation(b["operation"]), AclPermission(b["permission"]))
+
+
+def acl_model(cluster: str, row: Mapping[str, Any]) -> KafkaAcl:
+    principal = row["principal"]
+    bindings = frozenset(binding_model(principal, b) for b in row["bindings"] or ())
+    return KafkaAcl(_source(KAFKA_ACL, row), row["name"] or principal, row["namespace"],
+                    ClusterRef(cluster, row["ref_namespace"]), principal, (), bindings)
+
+
+def broker_config_model(cluster: str, row: Mapping[str, Any]) -> KafkaBrokerConfig:
+    return KafkaBrokerConfig(_source(KAFKA_BROKER_CONFIG, row), row["name"] or "", row["namespace"],
+                             ClusterRef(cluster, row["ref_namespace"]), row["broker_id"],
+                             FrozenDict(row["config"] or {}))
+
+
+def cluster_model(cluster: str, row: Mapping[str, Any]) -> KafkaCluster:
+    spec = KafkaClusterSpec(
+        tuple(row["bootstrap"] or ()),
+        topic_deletion=TopicDeletion(DeletionPolicy(row["deletion_policy"] or "Retain"),
+                                     row["max_deletions"] if row["max_deletions"] is not None else 10),
+    )
+    source = Source(row["file"], row["index"] if row["index"] is not None else 0, KAFKA_CLUSTER, row["namespace"],
+                    cluster)
+    return KafkaCluster(source, cluster, row["namespace"], spec)
+
+
+_SOURCES = {s.name: s for s in ConfigSource}
+
+
+def _config_source(name: str | None) -> ConfigSource:
+    return _SOURCES.get(name or "", ConfigSource.UNKNOWN)
+
+
+def assemble_topics(topics: list, partitions: list, configs: list) -> list[dict[str, Any]]:
+    """Snapshot rows of one cluster -> one dict per topic with its assignment (replicas by partition),
+    whether every partition has a leader, and its configs. Partitions arrive as
+    [topic, partition, leader, [replicas]] (the JVM writes them compactly)."""
+    by_topic: dict[str, list] = {}
+    for p in partitions:
+        entry = by_topic.get(p[0])
+        if entry is None:
+            by_topic[p[0]] = [p]
+        else:
+            entry.append(p)
+    config_rows: dict[str, list] = {}
+    for c in configs:
+        config_rows.setdefault(c["topic"], []).append(c)
+    out = []
+    for t in topics:
+        parts = by_topic.get(t["topic"], [])
+        if any(parts[i][1] > parts[i + 1][1] for i in range(len(parts) - 1)):
+            parts.sort(key=lambda x: x[1])
+        t["assignment"] = [p[3] for p in parts]
+        t["all_led"] = all(p[2] is not None and p[2] >= 0 for p in parts)
+        t["configs"] = config_rows.get(t["topic"], ())
+        out.append(t)
+    return out
+
+
+def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_cluster: Mapping | None) -> DesiredState:
+    """Declared resources in the order `kafkaops plan` meets them: by file, then document index."""
+    order = lambda r: (r["file"] or "", r["index"] or 0)  # noqa: E731
+    return DesiredState(
+        tuple(topic_model(cluster, r) for r in sorted(topics, key=order)),
+        tuple(acl_model(cluster, r) for r in sorted(acls, key=order)),
+        tuple(broker_config_model(cluster, r) for r in sorted(brokers, key=order)),
+        cluster_model(cluster, kafka_cluster) if kafka_cluster is not None else None,
+    )
+
+
+def observed_state(header: Mapping[str, Any], topics: list, acls: list, broker_configs: list,
+                   declared_keys: Mapping[str, frozenset[str]]) -> ObservedState:
+    """The engine's view of a cluster, from its snapshot rows. `declared_keys`: topic -> declared
+    config keys, which get Kafka's default when the snapshot (non-default entries only) lacks them."""
+    observed_topics: dict[str, ObservedTopic] = {}
+    for row in topics:
+        name = row["topic"]
+        configs = {c["key"]: ObservedConfig(c["value"], _config_source(c["source"]), bool(c["sensitive"]))
+                   for c in row["configs"] or ()}
+        for key in declared_keys.get(name, ()):
+            if key not in configs and (default := topic_config_default(key)) is not None:
+                configs[key] = ObservedConfig(default, ConfigSource.DEFAULT_CONFIG)
+        assignment = tuple(tuple(r or ()) for r in row["assignment"] or ())
+        if not assignment and row["partitions"]:
+            assignment = ((),) * row["partitions"]
+        observed_topics[name] = ObservedTopic(name, assignment, row["topic_id"], bool(row["internal"]),
+                                              row["all_led"] if row["all_led"] is not None else True, configs)
+    by_principal: dict[str, set[AclBinding]] = {}
+    for row in acls:
+        try:
+            binding = binding_model(row["principal"], row)
+        except ValueError:  # a spelling manifests cannot declare: never planned against
+            continue
+        by_principal.setdefault(row["principal"], set()).add(binding)
+    brokers = {b[0]: ObservedBroker(b[0], b[1], b[2], b[3]) for b in header["brokers"]}
+    configs_by_broker: dict[str, dict[str, ObservedConfig]] = {"": {}, **{str(b): {} for b in brokers}}
+    for row in broker_configs:
+        configs_by_broker.setdefault(row["broker"] or "", {})[row["key"]] = ObservedConfig(
+            row["value"], _config_source(row["source"]), bool(row["sensitive"]))
+    return ObservedState(
+        cluster_id=header["clusterId"], controller_id=header["controllerId"], brokers=brokers,
+        topics=observed_topics, all_topic_names=frozenset(observed_topics),
+        acls={p: frozenset(b) for p, b in by_principal.items()}, broker_configs=configs_by_broker,
+    )
+
+
+def plan_rows(cluster: str, made: Plan) -> Iterator[tuple[Any, ...]]:
+    """Plan rows (PLAN_COLUMNS_ALL order): resources with an action or a problem, then the plan's notes."""
+    for r in made.resources:
+        if r.action is Action.NONE and r.problem is None:
+            continue
+        declared = r.source.file is not None
+        changes = [(c.field, c.old, c.new) for c in r.changes]
+        fields = list(dict.fromkeys(c.field for c in r.changes))
+        yield ("resource", cluster, r.kind, r.name, r.action.value, changes, fields,
+               r.problem.reason if r.problem else None, r.problem.message if r.problem else None,
+               r.source.file if declared else None, r.source.index if declared else None,
+               r.source.namespace, r.source.name if declared else None, None)
+    for note in made.notes:
+        yield ("note", cluster, None, None, None, None, None, None, None, None, None, None, None, note)
+
+
+def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]], prune: bool,
+                 protected: str) -> Iterator[tuple[Any, ...]]:
+    """One cluster's plan rows (runs in a Spark task). `row`: the cluster and its lists (cluster_rows)."""
+    cluster = row["cluster"]
+    topics = row["d_topics"] or []
+    desired = desired_state(cluster, topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"])
+    declared = {t.topic_name: frozenset(t.config) for t in desired.topics}
+    snapshot = assemble_topics(row["o_topics"] or [], row["o_partitions"] or [], row["o_configs"] or [])
+    observed = observed_state(headers[cluster], snapshot, row["o_acls"] or [], row["o_brokers"] or [], declared)
+    made = plan(desired, observed, None, PlanOptions(prune=prune, protected_topics=protected), cluster)
+    yield from plan_rows(cluster, made)
+
+
+# --- the stage -----------------------------------------------------------------------------------------
+
+
+def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
+    """One row per cluster that has a snapshot: `cluster`, and `lists`, a map from each list name
+    (_LISTS) to the JSON array of its rows.
+
+    Every row becomes JSON where it is (map side), the rows are gathered per (cluster, list) into
+    one JSON array text, and those per cluster: two shuffles in all, and no join of the large
+    per-cluster rows (joining them would shuffle them again for every list)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    kind = col("kind")
+    as_json = {"ignoreNullFields": "false"}
+    valid = desired.valid.filter(col("cluster").isin(observed.clusters))
+
+    def tagged(frame: DataFrame, tag: str, *columns: Any) -> DataFrame:
+        return frame.select("cluster", F.lit(tag).alias("tag"), F.to_json(F.struct(*columns), as_json).alias("j"))
+
+    principals = desired.acls.select("cluster", "principal").distinct()
+    parts = [
+        tagged(valid.filter(kind == KAFKA_TOPIC), "d_topics", col("topic_name").alias("topic"), "partitions",
+               "replication_factor", "replica_assignment", "config", "deletion_policy", "file", "index", "namespace",
+               "name", "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_ACL), "d_acls", "principal", "bindings", "file", "index", "namespace",
+               "name", "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_BROKER_CONFIG), "d_brokers", "broker_id", "config", "file", "index",
+               "namespace", "name", "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_CLUSTER), "d_cluster", "namespace", "bootstrap", "deletion_policy",
+               "max_deletions", "file", "index"),
+        # the snapshot as flat lists (Python assembles the topics): no per-topic shuffle or join
+        tagged(observed.topics, "o_topics", "topic", "topic_id", "internal", "partitions"),
+        # [topic, partition, leader, [replicas]]: to_json of a one-field struct quotes the topic safely
+        observed.partitions.select("cluster", F.lit("o_partitions").alias("tag"), F.concat(
+            F.lit("["), F.to_json(F.array(col("topic"))).substr(F.lit(2), F.length(F.to_json(F.array(col("topic")))) - 2),
+            F.lit(","), col("partition").cast("string"), F.lit(","), F.coalesce(col("leader").cast("string"), F.lit("null")),
+            F.lit(",["), F.array_join(col("replicas"), ","), F.lit("]]")).alias("j")),
+        tagged(observed.topic_configs, "o_configs", "topic", "key", "value", "source", "sensitive"),
+        tagged(observed.acls.join(principals, ["cluster", "principal"], "left_semi"), "o_acls", "principal",
+               "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"),
+        tagged(observed.broker_configs, "o_brokers", "broker", "key", "value", "source", "sensitive"),
+    ]
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part)
+    per_list = rows.groupBy("cluster", "tag").agg(
+        F.concat(F.lit("["), F.concat_ws(",", F.collect_list("j")), F.lit("]")).alias("text"))
+    return (per_list.groupBy("cluster").agg(F.map_from_entries(F.collect_list(F.struct("tag", "text"))).alias("lists"))
+            .repartition(max(1, len(observed.clusters))))
+
+
+def run(desired: Desired, observed: Observed, prune: bool = False,
+        protected_topics: str = DEFAULT_PROTECTED_TOPICS) -> DataFrame:
+    """Plan rows of every cluster with a snapshot (records `resource` and `note`; see PLAN_DDL)."""
+    spark = observed.topics.sparkSession
+    headers = {name: h.as_dict() for name, h in observed.headers.items()}
+    if not headers:
+        return spark.createDataFrame([], PLAN_DDL)
+    rows = cluster_rows(desired, observed).rdd.flatMap(
+        lambda row: plan_json(row.asDict(recursive=False), headers, prune, protected_topics))
+    return spark.read.schema(PLAN_DDL).json(rows)

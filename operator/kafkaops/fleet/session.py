@@ -1,0 +1,140 @@
+"""The SparkSession of a fleet run.
+
+- `master` given (`--master URL`): that master.
+- Else whatever launched us decides: under `spark-submit --master yarn ...` (or with
+  `spark.master` in spark-defaults.conf) the job runs there unchanged; a plain
+  `kafkaops fleet plan` runs in `local[*]`, every core of this machine.
+
+In local mode the shuffles are sized for the machine (2 partitions per core; adaptive
+execution coalesces them further), the driver gets `driver_memory`, logs are
+quiet and the UI is off unless asked for. On a cluster the cluster's own settings
+apply; `conf` (`--conf key=value`) overrides anything.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+APP_NAME = "kafkaops-fleet"
+DEFAULT_DRIVER_MEMORY = "4g"
+
+
+def _local_cores(master: str) -> int:
+    inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+    if inside.startswith("*"):
+        return os.cpu_count() or 1
+    try:
+        return max(1, int(inside.split(",")[0]))
+    except ValueError:
+        return os.cpu_count() or 1
+
+
+def _submitted_master() -> str | None:
+    """The master spark-submit (or an existing context) chose, if any."""
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context  # noqa: SLF001 - the documented way to find one
+    if active is not None:
+        return active.master
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit: its JVM holds the conf
+        return "(spark-submit)"
+    return None
+
+
+_LOG4J = """\
+# Spark's own loggers are configured too: with only the root set, its shell start-up
+# prints "Setting default log level".
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+logger.spark.name = org.apache.spark
+logger.spark.level = {level}
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = {level}
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = {level}
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = {level}
+"""
+
+
+def _quiet_log4j() -> str:
+    """A log4j2 configuration that lets only errors through (the JVM's start-up chatter otherwise
+    fills the terminal); KAFKAOPS_SPARK_LOG_LEVEL=WARN or INFO brings it back."""
+    level = os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR").lower()
+    path = os.path.join(tempfile.gettempdir(), f"kafkaops-fleet-log4j2-v4-{level}.properties")
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(_LOG4J.format(level=level))
+    return path
+
+
+def create_session(
+    master: str | None = None,
+    *,
+    conf: Mapping[str, str] | None = None,
+    ui: bool = False,
+    driver_memory: str | None = None,
+    app_name: str = APP_NAME,
+) -> SparkSession:
+    """The session for one run (an existing one is reused: tests share one JVM)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    submitted = _submitted_master()
+    chosen = master or (None if submitted else os.environ.get("KAFKAOPS_SPARK_MASTER") or DEFAULT_MASTER)
+    settings: dict[str, str] = {
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionOverwriteMode": "static",
+        "spark.sql.parquet.compression.codec": "snappy",
+        # pandas is not a dependency: plain (pickled) Python UDFs, without the fallback warning
+        "spark.sql.execution.pythonUDF.arrow.enabled": "false",
+    }
+    if chosen is not None:
+        builder = builder.master(chosen)
+        if chosen.startswith("local"):
+            # Python workers run this interpreter (PySpark's default is whatever `python3` is on PATH,
+            # which may not have kafkaops installed).
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no "hostname resolves to loopback" warning
+            cores = _local_cores(chosen)
+            settings.update({
+                "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+                "spark.default.parallelism": str(max(2, 2 * cores)),
+                "spark.sql.files.maxPartitionBytes": str(16 * 1024 * 1024),
+                "spark.driver.memory": driver_memory or DEFAULT_DRIVER_MEMORY,
+                "spark.ui.enabled": "true" if ui else "false",
+                "spark.ui.showConsoleProgress": "false",
+                "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+                "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+            })
+            if not (conf or {}).get("spark.driver.extraJavaOptions"):
+                settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+    elif driver_memory:
+        settings["spark.driver.memory"] = driver_memory
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR"))
+    for key in ("spark.sql.shuffle.partitions",):  # runtime settings apply to a reused session too
+        if key in settings:
+            spark.conf.set(key, settings[key])
+    return spark
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or "200")

@@ -1,0 +1,358 @@
+"""Each stage of the fleet pipeline on small inputs: manifests and snapshots written to tmp dirs,
+read by the real readers, checked row by row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fleet_helpers import SnapTopic, acl, entry, kcluster, topic, write_snapshot, write_yaml
+
+from kafkaops.fleet import access, desired, drift, observed, orphans, plan
+from kafkaops.fleet import policy as policy_stage
+from kafkaops.fleet.documents import directory_cluster, parse_file, schema_predicate
+from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
+from kafkaops.resources.loader import load_paths
+from kafkaops.resources.schemas import validator_for
+from kafkaops.resources.validation import load_and_validate
+
+CORPUS = Path(__file__).resolve().parents[1] / "resources" / "corpus"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def rows(frame) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in frame.collect()]
+
+
+# --- documents (pure Python) -----------------------------------------------------------------------------------
+
+
+def test_directory_convention_and_cluster_ref():
+    assert directory_cluster("file:/repo/clusters/prod/topics/a.yaml") == "prod"
+    assert directory_cluster("/repo/teams/clusters/dev/a.yaml") == "dev"
+    assert directory_cluster("/repo/clusters/a.yaml") is None  # the file itself is not a <name> directory
+    text = "\n---\n".join([
+        "apiVersion: kafkaops.io/v1alpha1\nkind: KafkaTopic\nmetadata: {name: a}\nspec: {partitions: 1}",
+        "apiVersion: kafkaops.io/v1alpha1\nkind: KafkaTopic\nmetadata: {name: b}\nspec: {clusterRef: {name: dev}}",
+    ])
+    first, second = parse_file("file:/repo/clusters/prod/t.yaml", text)
+    assert (first["cluster"], first["cluster_from"], first["valid"]) == ("prod", "directory", True)
+    assert (second["cluster"], second["cluster_from"], second["valid"]) == ("dev", "clusterRef", True)
+    assert [i["rule"] for i in second["issues"]] == ["ClusterRefOutsideDirectory"]
+    (outside,) = parse_file("/repo/teams/t.yaml", text.split("\n---\n")[0])
+    assert outside["cluster"] is None and not outside["valid"]
+    assert any(i["rule"] == "SchemaViolation" and i["path"] == "spec.clusterRef" for i in outside["issues"])
+
+
+def test_yaml_error_is_a_row_naming_the_file_and_line():
+    (row,) = parse_file("file:/repo/clusters/prod/broken.yaml", "kind: [KafkaTopic\nmetadata: {}\n")
+    assert row["file"] == "/repo/clusters/prod/broken.yaml" and not row["valid"]
+    issue = row["issues"][0]
+    assert (issue["severity"], issue["rule"]) == ("error", "YamlSyntaxError") and issue["line"]
+    assert "YAML syntax error" in issue["message"]
+
+
+def test_fast_schema_check_accepts_exactly_what_the_schema_accepts():
+    documents = load_paths([CORPUS, EXAMPLES]).documents
+    assert len(documents) > 50
+    for doc in documents:
+        assert schema_predicate(doc.kind)(doc.body) == validator_for(doc.kind).is_valid(doc.body), doc.source
+
+
+# --- desired -------------------------------------------------------------------------------------------------------
+
+
+def test_desired_stage_finds_what_kafkaops_validate_finds(spark, tmp_path):
+    """Per-document checks run distributed and the set rules as aggregations: the same issues
+    as `kafkaops validate` (load_and_validate) on a tree full of mistakes."""
+    tree = tmp_path / "repo"
+    write_yaml(tree / "infra" / "clusters.yaml", kcluster("prod", namespace="kafka", allowedNamespaces=[
+        {"namespace": "orders", "topicPrefixes": ["orders."]}]), kcluster("dev"))
+    prod = {"name": "prod", "namespace": "kafka"}
+    write_yaml(tree / "teams" / "a.yaml",
+               topic("orders.a", namespace="orders", clusterRef=prod),
+               topic("payments.x", namespace="orders", clusterRef=prod),  # TopicPrefixNotAllowed
+               topic("billing.x", namespace="billing", clusterRef=prod),  # NamespaceNotAllowed
+               topic("dup", cluster="dev"), topic("my.topic", cluster="dev"),
+               acl("app", "User:app", [entry("Topic", "dup", ["Read"])], cluster="dev"))
+    write_yaml(tree / "teams" / "b.yaml",
+               topic("dup", cluster="dev", partitions=0),  # DuplicateTopic (and its own error)
+               topic("my_topic", cluster="dev"),  # TopicNameCollision warning
+               acl("app2", "User:app", [entry("Topic", "x", ["Write"])], cluster="dev"),  # DuplicateAclPrincipal
+               topic("ghost", cluster="nowhere"))  # UnknownClusterRef
+    (tree / "teams" / "c.yml").write_text("apiVersion: kafkaops.io/v1alpha1\nkind: KafkaTopic\nmetadata: {name: [\n")
+    loaded = desired.load(spark, [str(tree)])
+    got = {(Path(i["file"]).name, i["index"], i["rule"], i["severity"]) for i in rows(loaded.issues)}
+    reference = load_and_validate([tree])
+    want = {(Path(i.file).name, i.index, i.rule, str(i.severity)) for i in (*reference.errors, *reference.warnings)}
+    assert got == want
+    assert {"TopicPrefixNotAllowed", "NamespaceNotAllowed", "DuplicateTopic", "DuplicateAclPrincipal",
+            "TopicNameCollision", "UnknownClusterRef", "YamlSyntaxError"} <= {rule for _, _, rule, _ in got}
+    valid_topics = sorted(r["topic"] for r in rows(loaded.topics))
+    assert valid_topics == sorted(t.topic_name for t in reference.topics())
+    duplicate = next(i for i in rows(loaded.issues) if i["rule"] == "DuplicateTopic" and i["file"].endswith("a.yaml"))
+    assert "also at" in duplicate["message"] and "b.yaml[0]" in duplicate["message"]
+
+
+# --- observed ------------------------------------------------------------------------------------------------------
+
+
+def test_observed_stage_skips_bad_snapshots_naming_the_file(spark, tmp_path):
+    snaps = tmp_path / "snaps"
+    write_snapshot(snaps, "good", [SnapTopic("t1", configs={"retention.ms": "1000"})])
+    write_snapshot(snaps, "future", [SnapTopic("t")], header={"version": 2})
+    write_snapshot(snaps, "alien", header={"format": "something-else"})
+    write_snapshot(snaps, "moved", header={"cluster": "elsewhere"})
+    write_snapshot(snaps, "notjson")
+    (snaps / "notjson" / "header.json").write_text("{not json")
+    write_snapshot(snaps, "partial")
+    (snaps / "partial" / "acls.parquet").unlink()
+    write_snapshot(snaps, "retyped")
+    pq.write_table(pa.table({"cluster": ["retyped"], "topic": ["t"], "topic_id": [None], "partitions": ["three"],
+                             "replication_factor": [1], "internal": [False]}), snaps / "retyped" / "topics.parquet")
+    write_snapshot(snaps, ".good.tmp-1234")  # a write in progress: never read
+    seen = observed.load(spark, str(snaps))
+    assert seen.clusters == ["good"]
+    problems = {p.cluster: p for p in seen.problems}
+    assert set(problems) == {"future", "alien", "moved", "notjson", "partial", "retyped"}
+    assert problems["future"].file.endswith("future/header.json") and "version 2" in problems["future"].message
+    assert problems["future"].rule == "SnapshotUnknownFormat" and problems["alien"].rule == "SnapshotUnknownFormat"
+    assert problems["moved"].rule == "SnapshotClusterMismatch"
+    assert problems["notjson"].rule == "SnapshotUnreadable"
+    assert problems["partial"].file.endswith("partial/acls.parquet") and problems["partial"].rule == "SnapshotMissingTable"
+    assert problems["retyped"].file.endswith("retyped/topics.parquet") and "partitions is string" in problems["retyped"].message
+    assert [r["topic"] for r in rows(seen.topics)] == ["t1"]
+    assert rows(seen.topic_configs)[0]["value"] == "1000"
+
+
+def test_observed_tables_are_the_snapshot_format():
+    format_module = pytest.importorskip("kafkaops.snapshot.format")
+    for table, columns in observed.TABLES.items():
+        schema = format_module.SCHEMAS[table]
+        assert [name for name, _ in columns] == schema.names, table
+        for name, spark_type in columns:
+            arrow = schema.field(name).type
+            expected = {"string": pa.string(), "int": pa.int32(), "boolean": pa.bool_(),
+                        "array<int>": pa.list_(pa.int32())}[spark_type]
+            assert arrow == expected, (table, name)
+
+
+# --- plan, drift, orphans, access on one small fleet ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("small")
+    write_yaml(root / "repo" / "clusters" / "c1" / "all.yaml",
+               kcluster("c1", topicDeletion={"policy": "Delete", "maxDeletionsPerReconcile": 1}),
+               topic("same", config={"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.5"}),
+               topic("retention", config={"retention.ms": "1000"}),
+               topic("grow", partitions=6),
+               topic("shrink", partitions=1),  # refused
+               topic("wide", rf=3),  # more than the 2 brokers: refused
+               topic("secret", config={"retention.ms": "5000"}),
+               topic("fresh"),
+               acl("app", "User:app", [entry("Topic", "same", ["Read", "Write"]),
+                                       entry("Topic", "pre.", ["Read"], pattern="Prefixed")]),
+               {"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaBrokerConfig", "metadata": {"name": "b"},
+                "spec": {"config": {"log.cleaner.threads": 2, "unclean.leader.election.enable": False}}})
+    write_snapshot(root / "snaps", "c1", [
+        SnapTopic("same", configs={"cleanup.policy": "delete,compact", "min.cleanable.dirty.ratio": "0.50"}),
+        SnapTopic("retention", configs={"retention.ms": "2000"}),
+        SnapTopic("grow"), SnapTopic("shrink"), SnapTopic("wide", rf=1),
+        SnapTopic("secret", configs={"retention.ms": "5000"}, sensitive={"retention.ms"}),
+        SnapTopic("pre.orphan"), SnapTopic("pre.other"), SnapTopic("__consumer_offsets", internal=True),
+        SnapTopic("_schemas"),
+    ], acls=[
+        ("User:app", "Topic", "same", "Literal", "Read", "Allow", "*"),
+        ("User:app", "Topic", "stale", "Literal", "Read", "Allow", "*"),
+        ("User:etl", "Topic", "pre.", "Prefixed", "All", "Allow", "*"),
+        ("User:etl", "Topic", "pre.other", "Literal", "Write", "Deny", "*"),
+        ("User:etl", "Topic", "pre.o", "Prefixed", "Read", "Deny", "10.0.0.1"),
+        ("User:*", "Topic", "*", "Literal", "Read", "Allow", "*"),
+        ("User:*", "Topic", "secret", "Literal", "Read", "Deny", "*"),
+        ("User:old", "Topic", "x", "Literal", "Read", "Allow", "*"),
+        ("User:old", "Topic", "x", "Prefixed", "All", "Deny", "*"),
+    ], broker_configs=[("", "log.cleaner.threads", "1", "DYNAMIC_DEFAULT_BROKER_CONFIG")], brokers=(0, 1))
+    d = desired.load(spark, [str(root / "repo")])
+    o = observed.load(spark, str(root / "snaps"))
+    return d, o
+
+
+def test_plan_stage_runs_the_engine_planner(small):
+    d, o = small
+    out = rows(plan.run(d, o, prune=True))
+    resources = {(r["kind"], r["name"]): r for r in out if r["record"] == "resource"}
+    assert resources[("KafkaTopic", "retention")]["action"] == "update"
+    assert resources[("KafkaTopic", "retention")]["changes"] == [{"field": "config.retention.ms", "old": "2000",
+                                                                  "new": "1000"}]
+    assert resources[("KafkaTopic", "grow")]["action"] == "partition-increase"
+    assert resources[("KafkaTopic", "shrink")]["problem_reason"] == "PartitionDecrease"
+    assert resources[("KafkaTopic", "wide")]["problem_reason"] == "InvalidReplicationFactor"
+    assert resources[("KafkaTopic", "fresh")]["action"] == "create"
+    assert resources[("KafkaTopic", "secret")]["changes"][0]["new"] == "(sensitive)"
+    assert ("KafkaTopic", "same") not in resources  # Kafka-aware equality: list order, 0.5 == 0.50
+    assert resources[("KafkaAcl", "User:app")]["action"] == "update"
+    assert resources[("KafkaBrokerConfig", "brokers/default")]["action"] == "update"
+    # prune: two undeclared topics, a cap of one: none is deleted, each says why
+    pruned = [r for r in resources.values() if r["action"] == "delete"]
+    assert {r["name"] for r in pruned} == {"pre.orphan", "pre.other"}
+    assert {r["problem_reason"] for r in pruned} == {"DeletionCapExceeded"}
+    assert resources[("KafkaTopic", "fresh")]["file"].endswith("all.yaml")
+
+
+def test_drift_stage(small):
+    d, o = small
+    got = {(r["kind"], r["name"], r["field"]): r for r in rows(drift.run(d, o))}
+    assert got[("KafkaTopic", "retention", "config.retention.ms")]["observed"] == "2000"
+    assert got[("KafkaTopic", "grow", "partitions")]["desired"] == "6"
+    assert got[("KafkaTopic", "wide", "replicationFactor")]["observed"] == "1"
+    assert not [k for k in got if k[1] == "same"]  # equal the Kafka way
+    assert not [k for k in got if k[1] == "secret"]  # a value the cluster hides cannot be compared
+    assert ("KafkaTopic", "fresh", "partitions") not in got  # absent topics are creates, not drift
+    acl_rows = [r for k, r in got.items() if k[0] == "KafkaAcl"]
+    assert len(acl_rows) == 0 or all(r["name"] == "User:app" for r in acl_rows)
+    acl_values = [(r["desired"], r["observed"]) for r in rows(drift.run(d, o)) if r["kind"] == "KafkaAcl"]
+    assert ("Allow User:app Write on Topic:same (Literal) from *", None) in acl_values
+    assert (None, "Allow User:app Read on Topic:stale (Literal) from *") in acl_values
+    broker = got[("KafkaBrokerConfig", "brokers/default", "config.log.cleaner.threads")]
+    assert (broker["desired"], broker["observed"]) == ("2", "1")
+    unclean = got[("KafkaBrokerConfig", "brokers/default", "config.unclean.leader.election.enable")]
+    assert unclean["observed"] is None and unclean["observed_source"] == "DEFAULT_CONFIG"
+
+
+def test_orphans_stage(small):
+    d, o = small
+    got = {(r["kind"], r["name"], r["resource_name"]): r for r in rows(orphans.run(d, o, DEFAULT_PROTECTED_TOPICS))}
+    topics = {k[1] for k in got if k[0] == "KafkaTopic"}
+    assert topics == {"pre.orphan", "pre.other"}  # internal and protected ones left out
+    assert got[("KafkaAcl", "User:app", "stale")]["principal_declared"] is True
+    assert got[("KafkaAcl", "User:etl", "pre.")]["principal_declared"] is False
+    assert ("KafkaAcl", "User:app", "same") not in got
+    custom = {r["name"] for r in rows(orphans.run(d, o, "pre\\.")) if r["kind"] == "KafkaTopic"}
+    assert custom == {"_schemas"}
+
+
+def test_access_stage_expands_patterns_without_a_cross_product(small):
+    _, o = small
+    got = {(r["principal"], r["topic"], r["access"]): r for r in rows(access.run(o.topics, o.acls))}
+    etl_read = {t for p, t, a in got if p == "User:etl" and a == "read"}
+    assert etl_read == {"pre.orphan", "pre.other"}  # Prefixed 'pre.' with All
+    assert got[("User:etl", "pre.other", "write")]["effective"] is False  # Deny Write from every host
+    assert got[("User:etl", "pre.orphan", "read")]["effective"] is True  # the Deny is from one host only
+    assert got[("User:etl", "pre.orphan", "read")]["denied_by"] == ["Deny User:etl Read on Topic:pre.o (Prefixed) from 10.0.0.1"]
+    everyone = {t for p, t, a in got if p == "User:*"}
+    assert "grow" in everyone and "__consumer_offsets" in everyone  # Literal '*'
+    assert got[("User:*", "secret", "read")]["effective"] is False
+    assert got[("User:app", "same", "read")]["granted_by"] == ["Allow User:app Read on Topic:same (Literal) from *"]
+    assert ("User:app", "stale", "read") not in got  # no such topic
+    # LITERAL names and PREFIXED patterns are equi-joins; only LITERAL '*' meets every topic (which it means)
+    named = o.acls.filter("resource_name != '*'")
+    plan_text = access.matches(o.topics, named)._jdf.queryExecution().executedPlan().toString()
+    assert "CartesianProduct" not in plan_text and "NestedLoopJoin" not in plan_text
+
+
+# --- policy --------------------------------------------------------------------------------------------------------
+
+
+POLICY = """
+version: 1
+check: both
+topics:
+  naming:
+    - pattern: '[a-z]+'
+      clusters: ["c*"]
+      message: lower-case letters only
+  minReplicationFactor: 2
+  minInsyncReplicas: 2
+  requireInsyncBelowReplication: true
+  retentionMs: {min: 1500, max: 604800000}
+  maxPartitions: 4
+  exclude: '^_'
+acls:
+  forbidWildcardPrincipal: true
+  forbidWildcardResource: true
+  forbidDenyShadowingAllow: true
+overrides:
+  - clusters: ["c1"]
+    topics: {minInsyncReplicas: 1}
+severities:
+  RetentionAboveMaximum: warning
+"""
+
+
+def test_policy_stage(small, tmp_path):
+    d, o = small
+    policy = policy_stage.parse_policy(POLICY, "policy.yaml")
+    got = rows(policy_stage.run(d, o, policy, ["c1"]))
+    by_rule: dict[str, set] = {}
+    for r in got:
+        by_rule.setdefault(r["rule"], set()).add((r["name"], r["state"]))
+    assert ("pre.orphan", "observed") in by_rule["TopicNamePattern"] and ("retention", "desired") not in by_rule["TopicNamePattern"]
+    assert ("retention", "desired") in by_rule["ReplicationFactorBelowMinimum"]
+    assert "MinInsyncReplicasBelowMinimum" not in by_rule  # the c1 override lowers it to 1
+    assert ("retention", "desired") in by_rule["RetentionBelowMinimum"]
+    assert ("grow", "desired") in by_rule["PartitionsAboveMaximum"]
+    assert ("User:*", "observed") in by_rule["WildcardPrincipal"] and ("User:*", "observed") in by_rule["WildcardResource"]
+    assert by_rule["DenyShadowsAllow"] == {("User:old", "observed")}  # a Deny of a part never shadows the whole
+    assert not any(r["name"].startswith("_") for r in got if r["kind"] == "KafkaTopic")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("version: 1\ntopics: {minReplicationFactor: 0}\n", "policy.yaml: topics.minReplicationFactor: 0 is less than"),
+    ("version: 2\n", "policy.yaml: version: 1 was expected"),
+    ("version: 1\ntopics: {naming: [{pattern: '(['}]}\n", "policy.yaml: topics.naming[0].pattern: not a valid regular"),
+    ("version: 1\ntopcs: {}\n", "Additional properties are not allowed ('topcs' was unexpected)"),
+    ("version: 1\ntopics: {retentionMs: {min: 10, max: 5}}\n", "min 10 is above max 5"),
+    ("version: 1\n  bad: [\n", "policy.yaml: not valid YAML at line"),
+])
+def test_policy_file_errors_name_the_file_and_field(text, expected):
+    with pytest.raises(policy_stage.PolicyError) as raised:
+        policy_stage.parse_policy(text, "policy.yaml")
+    assert expected in str(raised.value)
+
+
+def test_compiled_schema_agrees_with_jsonschema_on_mutated_documents():
+    """The compiled predicate (fastschema.py) never calls a document valid that jsonschema rejects
+    (nor the reverse), on thousands of random mutations of the corpus."""
+    import copy
+    import random
+
+    rng = random.Random(1234)
+    values = [None, 0, -1, 1, 1.5, 2.0, 40000, True, False, "", "x", "a" * 300, "bad name!", "Retain", [], [1], [[0]],
+              {}, {"name": "x"}, "kafkaops.io/v1alpha1", "KafkaTopic", "User:a", "*"]
+
+    def paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+        out = [prefix]
+        if isinstance(node, dict):
+            for k, v in node.items():
+                out += paths(v, prefix + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                out += paths(v, prefix + (i,))
+        return out
+
+    documents = load_paths([CORPUS, EXAMPLES]).documents
+    checked = 0
+    for doc in documents:
+        for _ in range(40):
+            body = copy.deepcopy(dict(doc.body))
+            for _ in range(rng.randint(1, 3)):
+                path = rng.choice(paths(body)[1:] or [("spec",)])
+                parent = body
+                for part in path[:-1]:
+                    parent = parent[part]
+                last = path[-1]
+                action = rng.random()
+                if action < 0.25 and isinstance(parent, dict):
+                    parent.pop(last, None)
+                elif action < 0.4 and isinstance(parent, dict):
+                    parent["unexpected"] = rng.choice(values)
+                else:
+                    parent[last] = copy.deepcopy(rng.choice(values))
+            assert schema_predicate(doc.kind)(body) == validator_for(doc.kind).is_valid(body), (doc.source, body)
+            checked += 1
+    assert checked > 3000
