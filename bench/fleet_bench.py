@@ -383,7 +383,7 @@ def main() -> None:
     parser.add_argument("--baseline", default="100000,300000", help="sizes that also run the pure-Python baseline")
     parser.add_argument("--work", default="/tmp/kafkaops-fleet-bench", help="where fleets are generated and kept")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
-    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--baseline-run", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_run:

@@ -206,7 +206,8 @@ def test_plan_stage_runs_the_engine_planner(small):
 
 def test_drift_stage(small):
     d, o = small
-    got = {(r["kind"], r["name"], r["field"]): r for r in rows(drift.run(d, o))}
+    planned = plan.run(d, o).persist()
+    got = {(r["kind"], r["name"], r["field"]): r for r in rows(drift.run(planned))}
     assert got[("KafkaTopic", "retention", "config.retention.ms")]["observed"] == "2000"
     assert got[("KafkaTopic", "grow", "partitions")]["desired"] == "6"
     assert got[("KafkaTopic", "wide", "replicationFactor")]["observed"] == "1"
@@ -215,13 +216,14 @@ def test_drift_stage(small):
     assert ("KafkaTopic", "fresh", "partitions") not in got  # absent topics are creates, not drift
     acl_rows = [r for k, r in got.items() if k[0] == "KafkaAcl"]
     assert len(acl_rows) == 0 or all(r["name"] == "User:app" for r in acl_rows)
-    acl_values = [(r["desired"], r["observed"]) for r in rows(drift.run(d, o)) if r["kind"] == "KafkaAcl"]
+    acl_values = [(r["desired"], r["observed"]) for r in rows(drift.run(planned)) if r["kind"] == "KafkaAcl"]
     assert ("Allow User:app Write on Topic:same (Literal) from *", None) in acl_values
     assert (None, "Allow User:app Read on Topic:stale (Literal) from *") in acl_values
     broker = got[("KafkaBrokerConfig", "brokers/default", "config.log.cleaner.threads")]
     assert (broker["desired"], broker["observed"]) == ("2", "1")
     unclean = got[("KafkaBrokerConfig", "brokers/default", "config.unclean.leader.election.enable")]
     assert unclean["observed"] is None and unclean["observed_source"] == "DEFAULT_CONFIG"
+    planned.unpersist()
 
 
 def test_orphans_stage(small):

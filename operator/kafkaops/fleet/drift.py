@@ -1,48 +1,46 @@
 """The drift stage: declared (owned) values that differ in the cluster, for resources that exist there.
 
-Joins in Spark, no per-row Python except a small UDF that applies the engine's Kafka-aware value
-equality (`reconcile.configs.values_equal`: list order, `1.0` vs `1`, `TRUE` vs `true`) to the
-few config pairs that differ as strings.
+Computed inside the plan stage's task of each cluster, from the same `DesiredState` and
+`ObservedState` the planner gets (so no extra join over the million topics): `drift_rows` walks
+the declared resources and compares each declared value with the snapshot, with the engine's own
+value equality (`reconcile.configs.values_equal`: list order, `1.0` vs `1`, `TRUE` vs `true`) and
+sensitivity rule (`is_sensitive`). `run` selects those rows from the plan stage's output.
 
 | kind | field | desired | observed |
 |---|---|---|---|
 | KafkaTopic | `partitions`, `replicationFactor` | declared | snapshot |
-| KafkaTopic | `replicaAssignment` (when declared) | declared | snapshot (`[[1,2],[2,3]]`) |
-| KafkaTopic | `config.<key>` (declared keys) | declared value | the value in effect, `observed_source` says where it comes from (`DYNAMIC_TOPIC_CONFIG`: the topic's own override; anything else, or null for Kafka's default: the topic does not hold the declared value itself) |
+| KafkaTopic | `replicaAssignment` (when declared) | declared | snapshot (`[[1,2], [2,3]]`) |
+| KafkaTopic | `config.<key>` (declared keys) | declared value | the value in effect; `observed_source` says where it comes from (`DYNAMIC_TOPIC_CONFIG`: the topic's own override; `DEFAULT_CONFIG`: Kafka's default, the snapshot having no override) |
 | KafkaAcl | `acl` | a declared binding the cluster lacks (observed null) | a binding of that principal the cluster has and the manifest lacks (desired null) |
-| KafkaBrokerConfig | `config.<key>` | declared | the dynamic override (broker or cluster-default) |
+| KafkaBrokerConfig | `config.<key>` | declared | the dynamic override (broker or cluster-wide default), else null |
 
-A topic or principal absent from the cluster is not drift (it is a `create` in the plan).
-Sensitive values are never shown (both sides read `(sensitive)`), and a value the cluster hides
-(flagged sensitive) cannot be compared: it is not reported as drift, while the plan, without the
-fingerprint an ownership record would hold, sets it again (as `kafkaops plan --no-state` does).
+A declared config key the resource does not hold as its own override is drift even when the value
+in effect is equal (the plan sets it, pinning the value). A topic or principal absent from the
+cluster is not drift (it is a `create` in the plan). Sensitive values are never shown (both sides
+read `(sensitive)`), and a value the cluster hides cannot be compared: it is not reported as drift,
+while the plan, without the fingerprint an ownership record would hold, sets it again (as
+`kafkaops plan --no-state` does).
+
+`binding_text` (the engine's text of an ACL binding, as a Spark expression) is shared with the
+orphans, policy and access stages.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from kafkaops.reconcile.configs import _SENSITIVE_NAME, values_equal
+from kafkaops.kafka import ConfigSource
+from kafkaops.reconcile.configs import is_sensitive, values_equal
+from kafkaops.reconcile.desired import DesiredState
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState, broker_key
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from kafkaops.fleet.desired import Desired
-    from kafkaops.fleet.observed import Observed
-
 DRIFT_COLUMNS = ["cluster", "kind", "name", "field", "desired", "observed", "observed_source", "file"]
 SENSITIVE = "(sensitive)"
-
-
-def _same(key, desired, observed):  # type: ignore[no-untyped-def] # (hints would make Spark guess a pandas UDF)
-    if key is None or desired is None:
-        return False
-    return values_equal(key, desired, observed)
-
-
-# The engine's "named like a secret" rule (reconcile.configs), as a Java regex: no Python per row.
-SENSITIVE_KEY = "(?i)" + _SENSITIVE_NAME.pattern
 
 
 def binding_text(principal: Column, b: Column | None = None) -> Column:
@@ -57,125 +55,69 @@ def binding_text(principal: Column, b: Column | None = None) -> Column:
                     F.lit(") from "), c("host"))
 
 
-def _assignment_text(column: Column) -> Column:
+def _assignment_text(assignment: Any) -> str:
+    return "[" + ", ".join("[" + ",".join(map(str, r)) + "]" for r in assignment) + "]"
+
+
+def _config_drift(declared: Mapping[str, str], current: Mapping[str, ObservedConfig], own: ConfigSource
+                  ) -> Iterator[tuple[str, str | None, str | None, str]]:
+    """(field, desired, observed, observed_source) of each declared key not held as declared."""
+    for key, value in sorted(declared.items()):
+        seen = current.get(key)
+        held = seen is not None and seen.source is own
+        hidden = is_sensitive(key, seen)
+        if held and (hidden or values_equal(key, value, seen.value)):
+            continue  # equal, or hidden by Kafka: nothing to compare with
+        observed = None if seen is None else (SENSITIVE if hidden and seen.value is not None else seen.value)
+        yield (f"config.{key}", SENSITIVE if hidden else value, observed,
+               seen.source.name if seen is not None else ConfigSource.DEFAULT_CONFIG.name)
+
+
+def drift_rows(cluster: str, desired: DesiredState, observed: ObservedState) -> Iterator[dict[str, Any]]:
+    """Every drifted value of one cluster (DRIFT_COLUMNS)."""
+    def row(kind: str, name: str, field: str, want: str | None, have: str | None, source: str | None,
+            file: str | None) -> dict[str, Any]:
+        return {"cluster": cluster, "kind": kind, "name": name, "field": field, "desired": want, "observed": have,
+                "observed_source": source, "file": file}
+
+    for topic in desired.topics:
+        seen = observed.topics.get(topic.topic_name)
+        if seen is None:
+            continue
+        name, file = topic.topic_name, topic.source.file
+        if topic.replica_assignment is not None:
+            want, have = _assignment_text(topic.replica_assignment), _assignment_text(seen.assignment)
+            if want != have:
+                yield row(KAFKA_TOPIC, name, "replicaAssignment", want, have, None, file)
+        else:
+            if topic.partitions is not None and topic.partitions != seen.partitions:
+                yield row(KAFKA_TOPIC, name, "partitions", str(topic.partitions), str(seen.partitions), None, file)
+            if topic.replication_factor is not None and topic.replication_factor != seen.replication_factor:
+                yield row(KAFKA_TOPIC, name, "replicationFactor", str(topic.replication_factor),
+                          str(seen.replication_factor), None, file)
+        for field, want, have, source in _config_drift(topic.config, seen.configs or {},
+                                                        ConfigSource.DYNAMIC_TOPIC_CONFIG):
+            yield row(KAFKA_TOPIC, name, field, want, have, source, file)
+    for acl in desired.acls:
+        current = (observed.acls or {}).get(acl.principal)
+        if not current:
+            continue
+        for binding in sorted(acl.bindings - current):
+            yield row(KAFKA_ACL, acl.principal, "acl", str(binding), None, None, acl.source.file)
+        for binding in sorted(current - acl.bindings):
+            yield row(KAFKA_ACL, acl.principal, "acl", None, str(binding), None, acl.source.file)
+    for config in desired.broker_configs:
+        key = broker_key(config.broker_id)
+        if key not in observed.broker_configs:
+            continue  # not a broker of this cluster: the plan says so (UnknownBroker)
+        own = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if key == "" else ConfigSource.DYNAMIC_BROKER_CONFIG
+        name = f"brokers/{key or 'default'}"
+        for field, want, have, source in _config_drift(config.config, observed.broker_configs[key], own):
+            yield row(KAFKA_BROKER_CONFIG, name, field, want, have, source, config.source.file)
+
+
+def run(planned: DataFrame) -> DataFrame:
+    """The drift rows among the plan stage's output (records `drift`)."""
     from pyspark.sql import functions as F
 
-    return F.concat(F.lit("["), F.array_join(F.transform(column, lambda r: F.concat(
-        F.lit("["), F.array_join(F.transform(r, lambda x: x.cast("string")), ","), F.lit("]"))), ", "), F.lit("]"))
-
-
-def _config_drift(joined: DataFrame, kind: str, name: Column, overridden: Column, same: Column) -> DataFrame:
-    """Declared keys the resource does not hold as its own override, or holds with another value.
-    Two filters, so that the Python equality (`same`) only ever sees the few pairs that differ as
-    strings: Spark evaluates a Python UDF on every row reaching it."""
-    from pyspark.sql import functions as F
-
-    col = F.col
-    held = F.coalesce(overridden, F.lit(False))
-    hidden = F.coalesce(col("o_sensitive"), F.lit(False)) | col("key").rlike(SENSITIVE_KEY)
-    not_held = joined.filter(~held)
-    differ = joined.filter(held & ~hidden & (col("desired") != col("observed")))
-    differ = differ.filter(~same(col("key"), col("desired"), col("observed")))
-    return not_held.unionByName(differ).select(
-        "cluster", F.lit(kind).alias("kind"), name.alias("name"), F.concat(F.lit("config."), col("key")).alias("field"),
-        F.when(hidden, F.lit(SENSITIVE)).otherwise(col("desired")).alias("desired"),
-        F.when(hidden & col("observed").isNotNull(), F.lit(SENSITIVE)).otherwise(col("observed")).alias("observed"),
-        F.coalesce(col("source"), F.lit("DEFAULT_CONFIG")).alias("observed_source"), "file")
-
-
-def topic_drift(desired: Desired, observed: Observed, cached: list | None = None) -> DataFrame:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType
-
-    col = F.col
-    same = F.udf(_same, BooleanType(), useArrow=False)
-    # the declared topics that exist, once (both uses below read it)
-    d = desired.topics.select("cluster", "topic", "file", "config", col("partitions").alias("d_partitions"),
-                              col("replication_factor").alias("d_rf"))
-    o = observed.topics.select("cluster", "topic", col("partitions").alias("o_partitions"),
-                               col("replication_factor").alias("o_rf"))
-    both = d.join(o, ["cluster", "topic"]).persist()
-    if cached is not None:
-        cached.append(both)
-    rows = []
-    shape = both.select(
-        "cluster", "topic", "file",
-        F.array(
-            F.struct(F.lit("partitions").alias("field"), col("d_partitions").cast("string").alias("desired"),
-                     col("o_partitions").cast("string").alias("observed")),
-            F.struct(F.lit("replicationFactor").alias("field"), col("d_rf").cast("string").alias("desired"),
-                     col("o_rf").cast("string").alias("observed")),
-        ).alias("pairs"))
-    rows.append(shape.select("cluster", "topic", "file", F.explode("pairs").alias("p"))
-                .filter(col("p.desired").isNotNull() & (col("p.desired") != col("p.observed")))
-                .select("cluster", F.lit(KAFKA_TOPIC).alias("kind"), col("topic").alias("name"),
-                        col("p.field").alias("field"), col("p.desired").alias("desired"),
-                        col("p.observed").alias("observed"), F.lit(None).cast("string").alias("observed_source"), "file"))
-    # declared replica assignments
-    assigned = desired.topics.filter(col("replica_assignment").isNotNull()).select(
-        "cluster", "topic", "file", _assignment_text(col("replica_assignment")).alias("desired"))
-    actual = (observed.partitions.join(F.broadcast(assigned.select("cluster", "topic")), ["cluster", "topic"], "left_semi")
-              .groupBy("cluster", "topic")
-              .agg(F.sort_array(F.collect_list(F.struct("partition", "replicas"))).alias("_p"))
-              .select("cluster", "topic", _assignment_text(F.transform("_p", lambda p: p["replicas"])).alias("observed")))
-    rows.append(assigned.join(actual, ["cluster", "topic"]).filter(col("desired") != col("observed")).select(
-        "cluster", F.lit(KAFKA_TOPIC).alias("kind"), col("topic").alias("name"),
-        F.lit("replicaAssignment").alias("field"), "desired", "observed",
-        F.lit(None).cast("string").alias("observed_source"), "file"))
-    # declared config keys against the topic's overrides
-    declared = both.select("cluster", "topic", "file", F.explode("config").alias("key", "desired"))
-    configs = observed.topic_configs.select("cluster", "topic", "key", col("value").alias("observed"), "source",
-                                            col("sensitive").alias("o_sensitive"))
-    joined = declared.join(configs, ["cluster", "topic", "key"], "left")
-    rows.append(_config_drift(joined, KAFKA_TOPIC, col("topic"), col("source") == "DYNAMIC_TOPIC_CONFIG", same))
-    out = rows[0]
-    for frame in rows[1:]:
-        out = out.unionByName(frame)
-    return out
-
-
-def acl_drift(desired: Desired, observed: Observed) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    col = F.col
-    keys = ["cluster", "principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"]
-    wanted = desired.bindings.select(*keys, "file")
-    present = observed.acls.select(*keys)
-    principals = wanted.select("cluster", "principal", "file").distinct()
-    existing = present.select("cluster", "principal").distinct()
-    wanted_here = wanted.join(existing, ["cluster", "principal"], "left_semi")
-    missing = wanted_here.join(present, keys, "left_anti").select(
-        "cluster", F.lit(KAFKA_ACL).alias("kind"), col("principal").alias("name"), F.lit("acl").alias("field"),
-        binding_text(col("principal")).alias("desired"), F.lit(None).cast("string").alias("observed"),
-        F.lit(None).cast("string").alias("observed_source"), "file")
-    extra = (present.join(principals, ["cluster", "principal"], "inner").join(wanted.drop("file"), keys, "left_anti")
-             .select("cluster", F.lit(KAFKA_ACL).alias("kind"), col("principal").alias("name"),
-                     F.lit("acl").alias("field"), F.lit(None).cast("string").alias("desired"),
-                     binding_text(col("principal")).alias("observed"),
-                     F.lit(None).cast("string").alias("observed_source"), "file"))
-    return missing.unionByName(extra)
-
-
-def broker_drift(desired: Desired, observed: Observed) -> DataFrame:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType
-
-    col = F.col
-    same = F.udf(_same, BooleanType(), useArrow=False)
-    declared = desired.broker_configs.select(
-        "cluster", F.coalesce(col("broker_id").cast("string"), F.lit("")).alias("broker"), "file",
-        F.explode("config").alias("key", "desired"))
-    declared = declared.join(observed.topics.select("cluster").distinct(), "cluster", "left_semi")
-    present = observed.broker_configs.select("cluster", "broker", "key", col("value").alias("observed"), "source",
-                                             col("sensitive").alias("o_sensitive"))
-    joined = declared.join(present, ["cluster", "broker", "key"], "left")
-    override = F.when(col("broker") == "", F.lit("DYNAMIC_DEFAULT_BROKER_CONFIG")).otherwise(F.lit("DYNAMIC_BROKER_CONFIG"))
-    name = F.concat(F.lit("brokers/"), F.when(col("broker") == "", F.lit("default")).otherwise(col("broker")))
-    return _config_drift(joined, KAFKA_BROKER_CONFIG, name, col("source") == override, same)
-
-
-def run(desired: Desired, observed: Observed, cached: list | None = None) -> DataFrame:
-    """Every drifted value: cluster, kind, name, field, desired, observed, observed_source, file.
-    Frames cached on the way are appended to `cached` (the caller unpersists them once written)."""
-    return topic_drift(desired, observed, cached).unionByName(acl_drift(desired, observed)).unionByName(
-        broker_drift(desired, observed)).select(*DRIFT_COLUMNS)
+    return planned.filter(F.col("record") == "drift").select(*DRIFT_COLUMNS)

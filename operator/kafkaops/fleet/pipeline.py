@@ -189,19 +189,17 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
         StorageLevel.MEMORY_AND_DISK)
     _write(planned.filter(col("record") == "resource").select(*plan_stage.PLAN_COLUMNS), paths["plan"])
     notes = [(r["cluster"], r["note"]) for r in planned.filter(col("record") == "note").select("cluster", "note").collect()]
-    planned.unpersist()
+    desired.docs.unpersist()  # what follows reads the valid documents (cached while planning) and the issues
     plan_out = spark.read.parquet(paths["plan"])
     plan_counts = _counts(plan_out.withColumn("refused", col("problem_reason").isNotNull()), "cluster", "action", "refused")
     changes = sum(v for (c, a, refused), v in plan_counts.items() if not refused)
     refused = sum(v for (c, a, refused), v in plan_counts.items() if refused)
     progress.end(f"{_n(changes)} changes, {_n(refused)} refused")
 
-    # --- drift
-    progress.start("drift", "comparing declared values with the snapshots")
-    cached: list = []
-    _write(drift.run(desired, observed, cached), paths["drift"])
-    for frame in cached:
-        frame.unpersist()
+    # --- drift (computed with the plan, per cluster: no join of its own)
+    progress.start("drift", "writing the declared values that differ (found while planning)")
+    _write(drift.run(planned), paths["drift"])
+    planned.unpersist()
     drift_counts = _counts(spark.read.parquet(paths["drift"]), "cluster")
     progress.end(f"{_n(sum(drift_counts.values()))} drifted values")
 

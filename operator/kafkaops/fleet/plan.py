@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from kafkaops.fleet.drift import drift_rows
 from kafkaops.kafka import ConfigSource
 from kafkaops.reconcile.actions import Action, Plan
 from kafkaops.reconcile.desired import DesiredState
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 PLAN_DDL = ("record string, cluster string, kind string, name string, action string, "
             "changes array<struct<field:string,old:string,new:string>>, changed_fields array<string>, "
             "problem_reason string, problem_message string, file string, `index` int, namespace string, "
-            "resource string, note string")
+            "resource string, note string, field string, desired string, observed string, observed_source string")
 PLAN_COLUMNS = ["cluster", "kind", "name", "action", "changed_fields", "changes", "problem_reason",
                 "problem_message", "file", "index", "namespace", "resource"]
 PLAN_COLUMNS_ALL = ["record", "cluster", "kind", "name", "action", "changes", "changed_fields", "problem_reason",
@@ -72,6 +73,9 @@ def plan_json(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]], 
     decoded["d_cluster"] = decoded["d_cluster"][0] if decoded["d_cluster"] else None
     encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     for out in plan_cluster(decoded, headers, prune, protected):
+        if isinstance(out, dict):  # a drift row
+            yield encode({"record": "drift", **out})
+            continue
         item = dict(zip(PLAN_COLUMNS_ALL, out))
         if item["changes"] is not None:
             item["changes"] = [{"field": f, "old": o, "new": n} for f, o, n in item["changes"]]
@@ -224,7 +228,8 @@ def plan_rows(cluster: str, made: Plan) -> Iterator[tuple[Any, ...]]:
 
 def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]], prune: bool,
                  protected: str) -> Iterator[tuple[Any, ...]]:
-    """One cluster's plan rows (runs in a Spark task). `row`: the cluster and its lists (cluster_rows)."""
+    """One cluster's plan rows (tuples), then its drift rows (dicts, drift.py): both from the same
+    DesiredState and ObservedState. Runs in a Spark task; `row`: the cluster and its lists."""
     cluster = row["cluster"]
     topics = row["d_topics"] or []
     desired = desired_state(cluster, topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"])
@@ -233,6 +238,7 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
     observed = observed_state(headers[cluster], snapshot, row["o_acls"] or [], row["o_brokers"] or [], declared)
     made = plan(desired, observed, None, PlanOptions(prune=prune, protected_topics=protected), cluster)
     yield from plan_rows(cluster, made)
+    yield from drift_rows(cluster, desired, observed)
 
 
 # --- the stage -----------------------------------------------------------------------------------------

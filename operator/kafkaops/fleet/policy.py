@@ -243,64 +243,70 @@ def _violation(frame: DataFrame, kind: str, name: Column, rule: str, policy: Pol
 
 
 def topic_violations(facts: DataFrame, policy: Policy, clusters: list[str]) -> list[DataFrame]:
+    """Every topic rule in one pass over the topics: each rule is a conditional struct, the row's
+    violations are the non-null ones (exploded). Per-cluster thresholds come from a small
+    broadcast table."""
     from pyspark.sql import functions as F
 
     col = F.col
     spark = facts.sparkSession
     if policy.exclude:
         facts = facts.filter(~col("topic").rlike(f"^(?:{policy.exclude})"))
-    out: list[DataFrame] = []
-    name = col("topic")
     s = lambda c: col(c).cast("string")  # noqa: E731
+
+    def violation(rule: str, when: Column, message: Column, value: Column) -> Column:
+        return F.when(when, F.struct(F.lit(rule).alias("rule"), F.lit(policy.severity(rule)).alias("severity"),
+                                     message.alias("message"), value.cast("string").alias("value")))
+
+    checks: list[Column] = []
     for i, rule in enumerate(policy.naming):
-        selected = facts
+        selected = ~col("topic").rlike(f"^(?:{rule.pattern})$")
         if rule.namespace:
-            selected = selected.filter(col("namespace") == rule.namespace)
+            selected = selected & F.coalesce(col("namespace") == rule.namespace, F.lit(False))
         if rule.prefix:
-            selected = selected.filter(F.startswith(col("topic"), F.lit(rule.prefix)))
+            selected = selected & F.startswith(col("topic"), F.lit(rule.prefix))
         if rule.clusters:
             chosen = [c for c in clusters if any(fnmatch.fnmatchcase(c, g) for g in rule.clusters)]
-            selected = selected.filter(col("cluster").isin(chosen))
-        bad = selected.filter(~col("topic").rlike(f"^(?:{rule.pattern})$"))
+            selected = selected & col("cluster").isin(chosen)
         text = rule.message or f"topic name does not match {rule.pattern}"
-        out.append(_violation(bad, KAFKA_TOPIC, name, TOPIC_NAME_PATTERN, policy,
-                              F.lit(f"naming rule {i + 1}: {text}"), col("topic")))
+        checks.append(violation(TOPIC_NAME_PATTERN, selected, F.lit(f"naming rule {i + 1}: {text}"), col("topic")))
     rows = [(c, *(policy.thresholds_for(c).get(k) for k in ("minReplicationFactor", "minInsyncReplicas", "maxPartitions")),
              (policy.thresholds_for(c).get("retentionMs") or {}).get("min"),
              (policy.thresholds_for(c).get("retentionMs") or {}).get("max"),
              bool(policy.thresholds_for(c).get("requireInsyncBelowReplication")))
             for c in clusters]
-    if not rows or not any(any(v is not None and v is not False for v in r[1:]) for r in rows):
-        return out
-    limits = spark.createDataFrame(rows, "cluster string, min_rf long, min_isr_min long, max_partitions long, "
-                                         "ret_min long, ret_max long, isr_below_rf boolean")
-    t = facts.join(F.broadcast(limits), "cluster")
-    out.append(_violation(t.filter(col("rf") < col("min_rf")), KAFKA_TOPIC, name, RF_BELOW_MINIMUM, policy,
-                          F.concat(F.lit("replication factor "), s("rf"), F.lit(" is below the minimum "), s("min_rf")),
-                          col("rf")))
-    out.append(_violation(t.filter(col("min_isr") < col("min_isr_min")), KAFKA_TOPIC, name, MIN_ISR_BELOW_MINIMUM,
-                          policy, F.concat(F.lit("min.insync.replicas "), s("min_isr"), F.lit(" is below the minimum "),
-                                           s("min_isr_min")), col("min_isr")))
-    out.append(_violation(t.filter(col("isr_below_rf") & (col("min_isr") >= col("rf"))), KAFKA_TOPIC, name,
-                          MIN_ISR_NOT_BELOW_RF, policy,
-                          F.concat(F.lit("min.insync.replicas "), s("min_isr"), F.lit(" is not below the replication "
-                                   "factor "), s("rf"), F.lit(": producers with acks=all stop when one broker is down")),
-                          col("min_isr")))
-    infinite = col("retention") == -1
-    out.append(_violation(t.filter(~infinite & (col("retention") < col("ret_min"))), KAFKA_TOPIC, name,
-                          RETENTION_BELOW_MINIMUM, policy,
-                          F.concat(F.lit("retention.ms "), s("retention"), F.lit(" is below the minimum "), s("ret_min")),
-                          col("retention")))
-    out.append(_violation(t.filter(col("ret_max").isNotNull() & (col("ret_max") != -1)
-                                   & (infinite | (col("retention") > col("ret_max")))), KAFKA_TOPIC, name,
-                          RETENTION_ABOVE_MAXIMUM, policy,
-                          F.concat(F.lit("retention.ms "), F.when(infinite, F.lit("-1 (infinite)")).otherwise(s("retention")),
-                                   F.lit(" is above the maximum "), s("ret_max")), col("retention")))
-    out.append(_violation(t.filter(col("partitions") > col("max_partitions")), KAFKA_TOPIC, name,
-                          PARTITIONS_ABOVE_MAXIMUM, policy,
-                          F.concat(F.lit("partitions "), s("partitions"), F.lit(" is above the maximum "),
-                                   s("max_partitions")), col("partitions")))
-    return out
+    if rows and any(any(v is not None and v is not False for v in r[1:]) for r in rows):
+        limits = spark.createDataFrame(rows, "cluster string, min_rf long, min_isr_min long, max_partitions long, "
+                                             "ret_min long, ret_max long, isr_below_rf boolean")
+        facts = facts.join(F.broadcast(limits), "cluster", "left")
+        infinite = col("retention") == -1
+        checks += [
+            violation(RF_BELOW_MINIMUM, col("rf") < col("min_rf"),
+                      F.concat(F.lit("replication factor "), s("rf"), F.lit(" is below the minimum "), s("min_rf")),
+                      col("rf")),
+            violation(MIN_ISR_BELOW_MINIMUM, col("min_isr") < col("min_isr_min"),
+                      F.concat(F.lit("min.insync.replicas "), s("min_isr"), F.lit(" is below the minimum "),
+                               s("min_isr_min")), col("min_isr")),
+            violation(MIN_ISR_NOT_BELOW_RF, col("isr_below_rf") & (col("min_isr") >= col("rf")),
+                      F.concat(F.lit("min.insync.replicas "), s("min_isr"), F.lit(" is not below the replication "
+                               "factor "), s("rf"), F.lit(": producers with acks=all stop when one broker is down")),
+                      col("min_isr")),
+            violation(RETENTION_BELOW_MINIMUM, ~infinite & (col("retention") < col("ret_min")),
+                      F.concat(F.lit("retention.ms "), s("retention"), F.lit(" is below the minimum "), s("ret_min")),
+                      col("retention")),
+            violation(RETENTION_ABOVE_MAXIMUM, col("ret_max").isNotNull() & (col("ret_max") != -1)
+                      & (infinite | (col("retention") > col("ret_max"))),
+                      F.concat(F.lit("retention.ms "), F.when(infinite, F.lit("-1 (infinite)")).otherwise(s("retention")),
+                               F.lit(" is above the maximum "), s("ret_max")), col("retention")),
+            violation(PARTITIONS_ABOVE_MAXIMUM, col("partitions") > col("max_partitions"),
+                      F.concat(F.lit("partitions "), s("partitions"), F.lit(" is above the maximum "),
+                               s("max_partitions")), col("partitions")),
+        ]
+    if not checks:
+        return []
+    found = facts.select("*", F.explode(F.filter(F.array(*checks), lambda v: v.isNotNull())).alias("v"))
+    return [found.select("cluster", F.lit(KAFKA_TOPIC).alias("kind"), col("topic").alias("name"), "v.rule",
+                         "v.severity", "v.message", "v.value", "state", "file", "index")]
 
 
 def acl_violations(bindings: DataFrame, policy: Policy) -> list[DataFrame]:
