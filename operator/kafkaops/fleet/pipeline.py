@@ -306,9 +306,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
                    "orphans": sum(orphan_counts.values()), "policy": sum(policy_counts.values()),
                    "access": sum(access_counts.values())}
-    data.notes = [f"{c}: {n}" for c, n in notes] + [
-        "plan: like `kafkaops plan --no-state` (the fleet has no ownership record: keys removed from manifests "
-        "are never planned for reset)."]
+    data.notes = ["plan: like `kafkaops plan --no-state` (the fleet has no ownership record: keys removed from "
+                  "manifests are never planned for reset)."]
     progress.end("report.html, summary.md")
     data.stages = list(progress.done)
     hadoopfs.write_text(spark, hadoopfs.join(out, "report.html"), render_html(data))

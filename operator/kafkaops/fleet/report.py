@@ -160,7 +160,8 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121;max-width:1280px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .meta{color:#616161;font-size:13px} table{border-collapse:collapse;font-size:13px;margin:6px 0}
-th,td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top} th{background:#f5f5f5}
+th,td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f5f5f5;font-weight:600;white-space:nowrap} td.n{white-space:nowrap}
 td.n{text-align:right;font-variant-numeric:tabular-nums} .bad{color:#c62828;font-weight:600} .ok{color:#2e7d32}
 .warn{color:#ef6c00} .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
 .card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;min-width:110px}
@@ -172,9 +173,15 @@ details{margin:6px 0} summary{cursor:pointer}
 """
 
 
+LABELS = {"desired_topics": "desired topics", "observed_topics": "observed topics", "partition-increase": "partitions+",
+          "replica-change": "replicas", "problems": "refused", "orphan_topics": "orphan topics",
+          "orphan_acls": "orphan ACLs", "policy_errors": "policy errors", "policy_warnings": "policy warnings",
+          "access": "access rows", "snapshot": "snapshot taken"}
+
+
 def _table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], numeric: Iterable[str] = ()) -> str:
     numbers = set(numeric)
-    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    head = "".join(f"<th>{_e(LABELS.get(c, c))}</th>" for c in columns)
     body = []
     for row in rows:
         cells = []
@@ -214,8 +221,13 @@ def render_html(data: ReportData) -> str:
     out.append("<h2>Clusters</h2>")
     columns = ["cluster", "status", "snapshot", "brokers", "desired_topics", "observed_topics", *ACTIONS, "problems",
                "drift", "orphan_topics", "orphan_acls", "policy_errors", "policy_warnings", "access"]
-    rows = [{**c, **{a: (c.get("plan") or {}).get(a, 0) for a in ACTIONS}} for c in clusters]
+    rows = [{**c, **{a: (c.get("plan") or {}).get(a, 0) for a in ACTIONS},
+             "snapshot": (c.get("snapshot") or "").replace("T", " ").replace("Z", "")} for c in clusters]
     out.append(_table(rows, columns, numeric=columns[3:]))
+    notes = [f"{c['cluster']}: {n}" for c in clusters for n in c.get("notes") or ()]
+    if notes:
+        out.append("<details><summary>Planner notes</summary><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes)
+                   + "</ul></details>")
     out.append("<h2>Changes by type</h2>")
     out.append(hbar_chart([(c["cluster"], {**(c.get("plan") or {}), "problem": c.get("problems", 0)}) for c in clusters],
                           ACTION_COLORS, "Changes by type, per cluster"))
