@@ -140,8 +140,9 @@ def _suspects(docs: DataFrame) -> DataFrame:
     )
     offered = docs.select("file", "index", F.explode(F.filter(groups, lambda g: g.isNotNull())).alias("g"))
     crowded = offered.groupBy("g").count().filter(col("count") > 1).select("g")
-    suspects = offered.join(crowded, "g", "left_semi").select("file", "index").distinct()
-    return docs.join(suspects, ["file", "index"], "left_semi")
+    # the crowded groups and their documents are few: broadcast them, never shuffle the documents
+    suspects = offered.join(F.broadcast(crowded), "g", "left_semi").select("file", "index").distinct()
+    return docs.join(F.broadcast(suspects), ["file", "index"], "left_semi")
 
 
 def set_issues(docs: DataFrame, clusters: list[tuple[str, str | None]]) -> DataFrame:
@@ -205,7 +206,7 @@ def set_issues(docs: DataFrame, clusters: list[tuple[str, str | None]]) -> DataF
     bad = stats.filter(F.when(col("rule") == TOPIC_NAME_COLLISION, col("_min") != col("_max"))
                        .otherwise(col("_n") > 1)).select("rule", "key")
     # 2. only their documents are gathered to name each other
-    hits = offered.join(bad, ["rule", "key"], "left_semi")
+    hits = offered.join(F.broadcast(bad), ["rule", "key"], "left_semi")
     window = Window.partitionBy("rule", "key")
     grouped = (hits.withColumn("_places", F.collect_list("_place").over(window))
                .withColumn("_names", F.collect_set("topic_name").over(window)))
@@ -298,7 +299,7 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
         col("i.message").alias("message"))
     issues = own.unionByName(across.select(own.columns)).persist(StorageLevel.MEMORY_AND_DISK)
     rejected = issues.filter(col("severity") == "error").select("file", "index").distinct()
-    valid = (docs.filter(col("valid")).join(rejected, ["file", "index"], "left_anti")
+    valid = (docs.filter(col("valid")).join(F.broadcast(rejected), ["file", "index"], "left_anti")
              .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id", "line")
              .persist(StorageLevel.MEMORY_AND_DISK))
     topics = valid.filter(col("kind") == KAFKA_TOPIC).select(

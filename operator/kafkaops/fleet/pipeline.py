@@ -165,6 +165,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
               "invalid_documents": invalid_docs}
     desired_clusters = sorted(r[0] for r in desired.docs.filter(col("cluster").isNotNull())
                               .select("cluster").distinct().collect())
+    desired.valid.count()  # cache the valid documents now; the parsed ones are not read again
+    desired.docs.unpersist()
     progress.end(f"{_n(stats['documents'])} documents in {_n(stats['files'])} files, {_n(invalid_docs)} invalid "
                  f"({_n(issues['errors'])} errors, {_n(issues['warnings'])} warnings), "
                  f"{len(desired_clusters)} clusters")
@@ -189,7 +191,6 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
         StorageLevel.MEMORY_AND_DISK)
     _write(planned.filter(col("record") == "resource").select(*plan_stage.PLAN_COLUMNS), paths["plan"])
     notes = [(r["cluster"], r["note"]) for r in planned.filter(col("record") == "note").select("cluster", "note").collect()]
-    desired.docs.unpersist()  # what follows reads the valid documents (cached while planning) and the issues
     plan_out = spark.read.parquet(paths["plan"])
     plan_counts = _counts(plan_out.withColumn("refused", col("problem_reason").isNotNull()), "cluster", "action", "refused")
     changes = sum(v for (c, a, refused), v in plan_counts.items() if not refused)
@@ -302,7 +303,11 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
         .orderBy((col("read") + col("write")).desc(), col("principal")), 15)
     for name in ("plan", "drift", "orphans", "policy"):
         frame = spark.read.parquet(paths[name])
-        data.samples[name] = _rows(frame.orderBy("cluster", "kind", "name"), SAMPLE_ROWS)
+        data.samples[name] = _rows(frame.orderBy("cluster", col("kind").desc(), "name"), SAMPLE_ROWS)
+    for row in data.samples["plan"]:
+        text = "; ".join(f"{c['field']}: {c['old'] if c['old'] is not None else '+'} -> "
+                         f"{c['new'] if c['new'] is not None else '-'}" for c in row.get("changes") or ())
+        row["change"] = text if len(text) <= 140 else text[:139] + "…"
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
                    "orphans": sum(orphan_counts.values()), "policy": sum(policy_counts.values()),
                    "access": sum(access_counts.values())}

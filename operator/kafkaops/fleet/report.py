@@ -157,15 +157,16 @@ def broker_charts(brokers: Sequence[Mapping[str, Any]], width: int = 250, height
 # --- HTML ---------------------------------------------------------------------------------------------------------
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121;max-width:1280px}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#212121;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.meta{color:#616161;font-size:13px} table{border-collapse:collapse;font-size:13px;margin:6px 0}
-th,td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:top}
+.meta{color:#616161;font-size:13px} table{border-collapse:collapse;font-size:12px;margin:6px 0}
+th,td{border:1px solid #e0e0e0;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f5f5f5;font-weight:600;white-space:nowrap} td.n{white-space:nowrap}
 td.n{text-align:right;font-variant-numeric:tabular-nums} .bad{color:#c62828;font-weight:600} .ok{color:#2e7d32}
 .warn{color:#ef6c00} .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
 .card{border:1px solid #e0e0e0;border-radius:6px;padding:8px 14px;min-width:110px}
 .card b{display:block;font-size:20px} .card span{font-size:12px;color:#616161}
+td{max-width:560px;overflow-wrap:break-word} .scroll{overflow-x:auto}
 svg.chart{display:block;margin:6px 0} svg.small{display:inline-block;margin:4px;border:1px solid #eee}
 svg text{font-family:system-ui,sans-serif} .legend,.label{font-size:12px;fill:#212121}
 .axis,.value{font-size:10px;fill:#616161} .grid{stroke:#eee} code{font-size:12px}
@@ -190,7 +191,7 @@ def _table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str], numeric: I
             text = "" if value is None else (", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value)
             cells.append(f'<td class="n">{_e(text)}</td>' if c in numbers else f"<td>{_e(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div class=\"scroll\"><table><tr>{head}</tr>{''.join(body)}</table></div>"
 
 
 def _sum(clusters: Sequence[Mapping[str, Any]], key: str) -> int:
@@ -219,11 +220,14 @@ def render_html(data: ReportData) -> str:
         out.append("<h2>Input problems</h2><p>These inputs were skipped; everything else was processed.</p>")
         out.append(_table(data.problems, ["stage", "cluster", "file", "rule", "message"]))
     out.append("<h2>Clusters</h2>")
-    columns = ["cluster", "status", "snapshot", "brokers", "desired_topics", "observed_topics", *ACTIONS, "problems",
-               "drift", "orphan_topics", "orphan_acls", "policy_errors", "policy_warnings", "access"]
-    rows = [{**c, **{a: (c.get("plan") or {}).get(a, 0) for a in ACTIONS},
-             "snapshot": (c.get("snapshot") or "").replace("T", " ").replace("Z", "")} for c in clusters]
-    out.append(_table(rows, columns, numeric=columns[3:]))
+    columns = ["cluster", "status", "brokers", "desired_topics", "observed_topics", *ACTIONS, "problems", "drift",
+               "orphan_topics", "orphan_acls", "policy_errors", "access"]
+    rows = [{**c, **{a: (c.get("plan") or {}).get(a, 0) for a in ACTIONS}} for c in clusters]
+    out.append(_table(rows, columns, numeric=columns[2:]))
+    taken = sorted({c["snapshot"] for c in clusters if c.get("snapshot")})
+    if taken:
+        out.append(f'<p class="meta">Snapshots taken {_e(taken[0])}' + (f" to {_e(taken[-1])}" if len(taken) > 1 else "")
+                   + ".</p>")
     notes = [f"{c['cluster']}: {n}" for c in clusters for n in c.get("notes") or ()]
     if notes:
         out.append("<details><summary>Planner notes</summary><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes)
@@ -248,7 +252,7 @@ def render_html(data: ReportData) -> str:
                    f"{data.issues.get('warnings', 0)} warning(s) in {data.issues.get('invalid_documents', 0)} "
                    "invalid document(s); invalid documents are left out of every output.</p>")
         out.append(_table(data.issue_samples, ["severity", "file", "index", "kind", "name", "path", "rule", "message"]))
-    for name, columns in (("plan", ["cluster", "kind", "name", "action", "changed_fields", "problem_reason"]),
+    for name, columns in (("plan", ["cluster", "kind", "name", "action", "change", "problem_reason"]),
                           ("drift", ["cluster", "kind", "name", "field", "desired", "observed"]),
                           ("orphans", ["cluster", "kind", "name", "detail"]),
                           ("policy", ["cluster", "kind", "name", "rule", "severity", "message"])):
