@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo bench dev-cluster clean
+.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster clean
 
 setup: $(STAMP)
 
@@ -24,13 +24,21 @@ test: setup
 demo: setup
 	$(PY) -m kafkaops.demo
 
+# snapshot two example clusters and run the fleet pipeline on examples/ -> fleet-demo/report/report.html
+fleet-demo: setup
+	$(PY) -m kafkaops.fleet.demo --out fleet-demo
+
 bench: setup
 	$(PY) bench/batcher_bench.py --topics 10000 --backend noida,fake
 	$(PY) bench/apply_bench.py --topics 5000
 	$(PY) bench/operator_bench.py --topics 2000
 
+# the fleet pipeline at 100k, 300k and 1M topics (about 20 minutes on 2 cores)
+bench-fleet: setup
+	$(PY) bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
+
 dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info fleet-demo

@@ -25,7 +25,7 @@ cluster the same plan() plus orphans, drift of topics, and access by a prefix di
     .venv/bin/python bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
 
 Generated fleets are kept under --work (default /tmp/kafkaops-fleet-bench) and reused.
-Not a test: numbers vary with the machine; the figures measured are in docs/fleet.md.
+Not a test: numbers vary with the machine; the figures measured are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

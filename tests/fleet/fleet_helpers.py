@@ -1,9 +1,8 @@
-"""Helpers for the fleet tests: manifests, and snapshots (format version 1) written with pyarrow.
+"""Helpers for the fleet tests: manifests, and snapshots (format version 1).
 
-`kafkaops snapshot` is written by someone else; until it lands these tests write snapshots
-directly with the contract's schemas (kafkaops.snapshot.format.SCHEMAS when it exists), either
-from plain Python data (`write_snapshot`) or from a live cluster through the engine's own
-`observe()` (`take_snapshot`).
+Snapshots come from plain Python data, written with pyarrow in the format's own schemas
+(`write_snapshot`: hand-made clusters, injected differences, bad headers), or from a live
+cluster with `kafkaops.snapshot` itself (`take_snapshot`).
 """
 
 from __future__ import annotations
@@ -19,32 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from kafkaops.snapshot.format import SCHEMAS as FORMAT_SCHEMAS
+
 API = "kafkaops.io/v1alpha1"
 
 
-def _schemas() -> dict[str, pa.Schema]:
-    try:  # the snapshot writer's own schemas, once it exists
-        from kafkaops.snapshot.format import SCHEMAS  # type: ignore[import-not-found]
-
-        return {name.removesuffix(".parquet"): schema for name, schema in dict(SCHEMAS).items()}
-    except ImportError:
-        pass
-    s, i32, b = pa.string(), pa.int32(), pa.bool_()
-    return {
-        "topics": pa.schema([("cluster", s), ("topic", s), ("topic_id", s), ("partitions", i32),
-                             ("replication_factor", i32), ("internal", b)]),
-        "partitions": pa.schema([("cluster", s), ("topic", s), ("partition", i32), ("leader", i32),
-                                 ("replicas", pa.list_(i32)), ("isr", pa.list_(i32))]),
-        "topic_configs": pa.schema([("cluster", s), ("topic", s), ("key", s), ("value", s), ("source", s),
-                                    ("sensitive", b)]),
-        "acls": pa.schema([("cluster", s), ("principal", s), ("resource_type", s), ("resource_name", s),
-                           ("pattern_type", s), ("operation", s), ("permission", s), ("host", s)]),
-        "broker_configs": pa.schema([("cluster", s), ("broker", s), ("key", s), ("value", s), ("source", s),
-                                     ("sensitive", b)]),
-    }
-
-
-SCHEMAS = _schemas()
+# the snapshot writer's own table schemas, keyed without the .parquet suffix
+SCHEMAS: dict[str, pa.Schema] = {name.removesuffix(".parquet"): schema for name, schema in FORMAT_SCHEMAS.items()}
 
 
 # --- manifests -------------------------------------------------------------------------------------------------
@@ -157,54 +137,16 @@ def write_snapshot(root: Path, cluster: str, topics: Iterable[SnapTopic] = (), a
 
 
 async def take_snapshot(bootstrap: str, cluster: str, root: Path) -> Path:
-    """Snapshot a live cluster into root/cluster/ (format version 1): with `kafkaops.snapshot`
-    (take_snapshot + write_snapshot, what `kafkaops snapshot` runs) when it exists; else through
-    the engine's observe() (every topic, every config key, every ACL, the cluster-default and
-    per-broker configs), keeping the entries the format keeps."""
-    try:
-        from kafkaops.snapshot.take import take_snapshot as snapshot_take
-        from kafkaops.snapshot.write import write_snapshot as snapshot_write
-    except ImportError:  # pragma: no cover - before the writer landed
-        snapshot_take = None
-    if snapshot_take is not None:
-        from kafkaops.kafka import AdminClient, Batcher, ClientSettings
-
-        admin = AdminClient(ClientSettings.create(bootstrap))
-        await admin.start()
-        try:
-            taken = await snapshot_take(admin, Batcher(admin), cluster)
-        finally:
-            await admin.close()
-        return snapshot_write(taken, root)
-    from kafkaops.kafka import AdminClient, Batcher, ClientSettings, ConfigSource
-    from kafkaops.reconcile.observe import ObserveScope, observe
+    """Snapshot a live cluster into root/cluster/ with `kafkaops.snapshot` (take_snapshot +
+    write_snapshot: what `kafkaops snapshot` runs)."""
+    from kafkaops.kafka import AdminClient, Batcher, ClientSettings
+    from kafkaops.snapshot.take import take_snapshot as snapshot_take
+    from kafkaops.snapshot.write import write_snapshot as snapshot_write
 
     admin = AdminClient(ClientSettings.create(bootstrap))
     await admin.start()
     try:
-        batcher = Batcher(admin)
-        await admin.refresh_metadata()
-        meta = admin.cached_metadata
-        broker_keys = frozenset({"", *(str(b) for b in meta.brokers)})
-        seen = await observe(batcher, ObserveScope(topics=None, topic_configs=None, acls=True,
-                                                   broker_keys=broker_keys, reassignments=False))
+        taken = await snapshot_take(admin, Batcher(admin), cluster)
     finally:
         await admin.close()
-    topics = []
-    for name, t in seen.topics.items():
-        configs = {k: c.value for k, c in (t.configs or {}).items() if c.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
-        topics.append(SnapTopic(name, t.partitions, t.replication_factor, configs, t.internal,
-                                [list(r) for r in t.assignment]))
-    acls = [(b.principal, str(b.resource_type), b.resource_name, str(b.pattern_type), str(b.operation),
-             str(b.permission), b.host) for bindings in (seen.acls or {}).values() for b in bindings]
-    wanted = {"": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG}
-    broker_configs = [(key, k, c.value, c.source.name) for key, configs in seen.broker_configs.items()
-                      for k, c in configs.items() if c.source is wanted.get(key, ConfigSource.DYNAMIC_BROKER_CONFIG)]
-    base = write_snapshot(root, cluster, topics, acls, broker_configs, brokers=sorted(seen.brokers),
-                          cluster_id=seen.cluster_id)
-    data = json.loads((base / "header.json").read_text())
-    data["bootstrap"] = bootstrap
-    data["brokers"] = [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in seen.brokers.values()]
-    data["controllerId"] = seen.controller_id
-    (base / "header.json").write_text(json.dumps(data))
-    return base
+    return snapshot_write(taken, root)

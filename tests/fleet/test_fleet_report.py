@@ -55,6 +55,13 @@ def test_chart_scales_and_labels():
     assert ">a<" in svg.replace("<title>a</title>", "") and "t</title>" in svg
 
 
+def test_chart_axis_ticks_are_whole_counts():
+    for biggest, ticks in ((3, ["0", "1", "2", "3", "4"]), (5, ["0", "2", "4", "6", "8"]),
+                           (250, ["0", "80", "160", "240", "320"]), (20000, ["0", "5k", "10k", "15k", "20k"])):
+        svg = hbar_chart([("a", {"x": biggest})], {"x": "#000"}, "t")
+        assert re.findall(r'class="axis" text-anchor="middle">([^<]+)<', svg) == ticks, biggest
+
+
 def test_cli_names_a_missing_desired_path_and_a_bad_policy(spark, tmp_path):
     runner = CliRunner()
     (tmp_path / "snaps").mkdir()

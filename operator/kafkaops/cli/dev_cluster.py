@@ -51,6 +51,8 @@ async def _serve(cluster: FakeClusterDouble) -> None:
     help="First broker port; brokers use consecutive ports. 0: a free port per broker.",
 )
 @click.option("--racks", default=None, help="Comma list of rack names, assigned to brokers round-robin.")
+@click.option("--first-broker-id", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Broker ids count up from this one (Strimzi clusters start at 0).")
 @click.option("--mode", type=click.Choice(["kraft", "zk"]), default="kraft", show_default=True)
 @click.option(
     "--tick-interval",
@@ -60,7 +62,8 @@ async def _serve(cluster: FakeClusterDouble) -> None:
     help="Seconds per virtual tick (reassignment progress); 0 disables the ticker.",
 )
 @click.option("--no-acls", is_flag=True, help="Run without an authorizer (ACL calls answer SECURITY_DISABLED).")
-def dev_cluster(brokers: int, port: int, racks: str | None, mode: str, tick_interval: float, no_acls: bool) -> None:
+def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
+                no_acls: bool) -> None:
     """Run a fake multi-broker Kafka cluster (a test double) on 127.0.0.1.
 
     Prints the bootstrap servers first, then runs until Ctrl-C or SIGTERM.
@@ -68,6 +71,7 @@ def dev_cluster(brokers: int, port: int, racks: str | None, mode: str, tick_inte
     cluster = FakeClusterDouble(
         brokers,
         racks=_racks(racks),
+        first_broker_id=first_broker_id,
         mode=mode,  # type: ignore[arg-type]
         base_port=port,
         tick_interval=tick_interval or None,

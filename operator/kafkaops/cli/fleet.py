@@ -96,11 +96,7 @@ def plan(desired: tuple[str, ...], observed: str, out: str, master: str | None, 
     except FleetError as exc:
         click.echo(f"Error: {exc}", err=True)
         raise SystemExit(EXIT_ERROR) from None
-    summary = (f"{len(result.clusters)} cluster(s): {result.changes} change(s), {result.refused} refused, "
-               f"{result.totals.get('drift', 0)} drifted value(s), {result.totals.get('orphans', 0)} orphan(s), "
-               f"{result.policy_errors} policy error(s), {result.issues.get('invalid_documents', 0)} invalid "
-               f"manifest(s), {len(result.problems)} input problem(s)")
-    click.echo(summary)
+    click.echo(result.summary())
     click.echo(f"report: {result.out}/report.html")
     if result.has_input_errors or result.policy_errors or result.refused:
         raise SystemExit(EXIT_ERROR)

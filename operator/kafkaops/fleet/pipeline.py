@@ -71,6 +71,13 @@ class FleetResult:
     def has_input_errors(self) -> bool:
         return any(p.severity == "error" for p in self.problems) or bool(self.issues.get("errors"))
 
+    def summary(self) -> str:
+        """The one-line totals `kafkaops fleet plan` prints last."""
+        return (f"{len(self.clusters)} cluster(s): {self.changes} change(s), {self.refused} refused, "
+                f"{self.totals.get('drift', 0)} drifted value(s), {self.totals.get('orphans', 0)} orphan(s), "
+                f"{self.policy_errors} policy error(s), {self.issues.get('invalid_documents', 0)} invalid "
+                f"manifest(s), {len(self.problems)} input problem(s)")
+
 
 Echo = Callable[[str], None]
 

@@ -45,7 +45,7 @@ from kafkaops.resources.models import (
 from kafkaops.resources.topic_configs import topic_config_default
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
     from kafkaops.fleet.desired import Desired
     from kafkaops.fleet.observed import Observed

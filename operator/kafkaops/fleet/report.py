@@ -52,14 +52,17 @@ def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _nice_max(value: float) -> float:
-    if value <= 0:
-        return 1
-    exponent = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if value <= step * exponent:
-            return step * exponent
-    return 10 * exponent
+def _nice_max(value: float) -> int:
+    """The axis end for counts up to `value`: four equal, whole, round steps (0, 2, 4, 6, 8 for 5;
+    0, 80, ..., 320 for 250), never a fractional tick."""
+    raw = max(float(value), 0.0) / 4
+    exponent = 10 ** math.floor(math.log10(raw)) if raw >= 1 else 1
+    for scale in (exponent, exponent * 10):
+        for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+            step = m * scale
+            if step >= raw and step == int(step):
+                return 4 * int(step)
+    return 4 * int(math.ceil(raw))  # pragma: no cover - the loop always answers
 
 
 def _fmt(n: float) -> str:
@@ -255,7 +258,7 @@ def render_html(data: ReportData) -> str:
     for name, columns in (("plan", ["cluster", "kind", "name", "action", "change", "problem_reason"]),
                           ("drift", ["cluster", "kind", "name", "field", "desired", "observed"]),
                           ("orphans", ["cluster", "kind", "name", "detail"]),
-                          ("policy", ["cluster", "kind", "name", "rule", "severity", "message"])):
+                          ("policy", ["cluster", "kind", "name", "state", "rule", "severity", "message"])):
         sample = data.samples.get(name) or []
         total = data.totals.get(name, len(sample))
         out.append(f"<h2>{_e(name)}</h2><p class=\"meta\">{total} row(s) in <code>{_e(name)}/</code>"
