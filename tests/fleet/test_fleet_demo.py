@@ -48,6 +48,9 @@ def test_drift_orphans_policy_and_access(demo):
     drift = {(d["cluster"], d["name"], d["field"]): (d["desired"], d["observed"]) for d in demo["rows"]("drift")}
     assert drift[("prod", "payments.transactions.v1", "config.retention.ms")] == ("2592000000", "604800000")
     assert drift[("dev", "brokers/default", "config.log.retention.ms")] == ("86400000", "3600000")
+    assert drift[("prod", "analytics.sessions.v1", "replicationFactor")] == ("3", "2")
+    assert drift[("prod", "payments.fraud-scores", "partitions")] == ("12", "6")
+    assert len(drift) == 5, sorted(drift)
     orphans = {(o["cluster"], o["kind"], o["name"]) for o in demo["rows"]("orphans")}
     assert orphans == {("prod", "KafkaTopic", "payments.backfill-2026-10"), ("dev", "KafkaTopic", "scratch.load-test"),
                        ("prod", "KafkaAcl", "User:legacy-reporting")}

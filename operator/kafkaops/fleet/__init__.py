@@ -14,6 +14,7 @@ Stages (pipeline.py), each a small module working on Spark DataFrames:
 | `policy.py` | The policy file (YAML, schema-checked) and its rules as Spark expressions. |
 | `access.py` | Who can read/write which topic: ACL bindings matched to topics by equi-joins on names and prefixes. |
 | `report.py` | report.html (inline SVG, no script) and summary.md from small aggregates. |
+| `demo.py` | `make fleet-demo`: two example clusters, snapshots and a fleet plan of examples/. |
 
 Nothing here imports pyspark at import time except the modules that need it, so
 `kafkaops --help` stays fast. See docs/fleet.md.
