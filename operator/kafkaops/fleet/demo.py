@@ -12,8 +12,8 @@ It plays a platform team's week with the two example clusters:
    payments.transactions.v1 and dev's orders.events.v1, a topic nobody declares on each, an ACL
    binding of an undeclared principal with a `*` resource on prod, a broker default on dev.
 4. `kafkaops snapshot` reads both clusters; `kafkaops fleet plan` compares them with
-   examples/clusters under examples/policy.yaml and writes OUT/ (report.html, summary.md and
-   the Parquet datasets).
+   examples/clusters under examples/policy.yaml: OUT/snapshots/ holds the snapshots, OUT/report/
+   the outputs (report.html, summary.md and the Parquet datasets).
 
     python -m kafkaops.fleet.demo [--out fleet-demo]
 
@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kafkaops.fleet.pipeline import FleetOptions, FleetResult, run
+from kafkaops.fleet.pipeline import Echo, FleetOptions, FleetResult, run
 from kafkaops.kafka import (
     AclBinding,
     AclOperation,
@@ -61,7 +60,6 @@ CLUSTERS: dict[str, tuple[str, ...]] = {
     "dev": ("--brokers", "3"),
     "prod": ("--brokers", "9", "--first-broker-id", "0", "--racks", "a,a,a,b,b,b,c,c,c"),
 }
-Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)
