@@ -68,7 +68,10 @@ def test_drift_orphans_policy_and_access(demo):
 
 def test_report_and_what_the_demo_says(demo):
     report: Path = demo["out"] / "report"
-    assert (report / "report.html").exists() and (report / "summary.md").exists()
+    assert (report / "summary.md").exists()
+    page = (report / "report.html").read_text()
+    # plan samples read like `kafkaops plan`: FieldChange's own text
+    assert "<td>partitions: 6 -&gt; 12</td>" in page and "topic: + orders.dlq; partitions: + 1" in page
     said = "\n".join(demo["lines"])
     assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan --desired" in said
     assert "[9/9] report" in said

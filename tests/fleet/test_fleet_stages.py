@@ -214,16 +214,10 @@ def test_skipping_settled_topics_changes_nothing(small):
     (row,) = plan.cluster_rows(d, o).collect()
     decoded = plan.decode_row(row.asDict())
     assert len(decoded["d_topics"]) == 8
-    seen = {t["topic"]: t for t in decoded["o_topics"]}
-    parts = {}
-    for p in decoded["o_partitions"]:
-        parts.setdefault(p[0], []).append(p)
-    configs = {}
-    for c in decoded["o_configs"]:
-        configs.setdefault(c["topic"], {})[c["key"]] = c
+    seen, parts, configs = plan.index_snapshot(decoded)
+    assert [p[1] for p in parts["steady"]] == [0, 1]
     quiet = [t["topic"] for t in decoded["d_topics"]
-             if plan.settled(t, seen.get(t["topic"]), sorted(parts.get(t["topic"], []), key=lambda p: p[1]),
-                             configs.get(t["topic"], {}), 2)]
+             if plan.settled(t, seen.get(t["topic"]), parts.get(t["topic"], []), configs.get(t["topic"], {}), 2)]
     assert quiet == ["steady"]  # "same" is equal only the Kafka way: the planner decides
     for prune in (False, True):
         fast = list(plan.plan_cluster(decoded, headers, prune, DEFAULT_PROTECTED_TOPICS))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kafkaops.fleet import hadoopfs
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
 from kafkaops.fleet.report import SAMPLE_ROWS, ReportData, render_html, render_markdown
+from kafkaops.reconcile.actions import FieldChange
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 if TYPE_CHECKING:
@@ -311,9 +312,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     for name in ("plan", "drift", "orphans", "policy"):
         frame = spark.read.parquet(paths[name])
         data.samples[name] = _rows(frame.orderBy("cluster", col("kind").desc(), "name"), SAMPLE_ROWS)
-    for row in data.samples["plan"]:
-        text = "; ".join(f"{c['field']}: {c['old'] if c['old'] is not None else '+'} -> "
-                         f"{c['new'] if c['new'] is not None else '-'}" for c in row.get("changes") or ())
+    for row in data.samples["plan"]:  # the changes as `kafkaops plan` prints them
+        text = "; ".join(str(FieldChange(c["field"], c["old"], c["new"])) for c in row.get("changes") or ())
         row["change"] = text if len(text) <= 140 else text[:139] + "…"
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
                    "orphans": sum(orphan_counts.values()), "policy": sum(policy_counts.values()),

@@ -210,6 +210,25 @@ def plan_rows(cluster: str, made: Plan) -> Iterator[tuple[Any, ...]]:
         yield ("note", cluster, None, None, None, None, None, None, None, None, None, None, None, note)
 
 
+def index_snapshot(row: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list], dict[str, dict[str, Any]]]:
+    """A cluster's snapshot lists by topic: its row, its partitions (by partition number; they
+    arrive as [topic, partition, leader, [replicas]]) and its configs by key."""
+    parts: dict[str, list] = {}
+    for p in row["o_partitions"] or ():
+        entry = parts.get(p[0])
+        if entry is None:
+            parts[p[0]] = [p]
+        else:
+            entry.append(p)
+    for entry in parts.values():
+        if any(entry[i][1] > entry[i + 1][1] for i in range(len(entry) - 1)):
+            entry.sort(key=lambda x: x[1])
+    configs: dict[str, dict[str, Any]] = {}
+    for c in row["o_configs"] or ():
+        configs.setdefault(c["topic"], {})[c["key"]] = c
+    return {t["topic"]: t for t in row["o_topics"] or ()}, parts, configs
+
+
 def settled(topic: Mapping[str, Any], seen: Mapping[str, Any] | None, parts: list, configs: Mapping[str, Any],
             brokers: int) -> bool:
     """Whether a declared topic (its manifest row) provably needs nothing from the planner: it exists,
@@ -248,20 +267,7 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
     header = headers[cluster]
     d_topics = row["d_topics"] or []
     full = desired_state(cluster, d_topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"])
-    parts: dict[str, list] = {}
-    for p in row["o_partitions"] or ():
-        entry = parts.get(p[0])
-        if entry is None:
-            parts[p[0]] = [p]
-        else:
-            entry.append(p)
-    for entry in parts.values():
-        if any(entry[i][1] > entry[i + 1][1] for i in range(len(entry) - 1)):
-            entry.sort(key=lambda x: x[1])
-    configs: dict[str, dict[str, Any]] = {}
-    for c in row["o_configs"] or ():
-        configs.setdefault(c["topic"], {})[c["key"]] = c
-    seen = {t["topic"]: t for t in row["o_topics"] or ()}
+    seen, parts, configs = index_snapshot(row)
     brokers = len(header["brokers"])
     if skip_settled:
         quiet = {t["topic"] for t in d_topics
