@@ -32,7 +32,7 @@ def test_two_replicas_with_peering_only_one_reconciles(noida) -> None:
                                             "spec": {"clusterRef": {"name": "ha"}, "partitions": 1}})
             for i in range(5):
                 wait_until(ready(kube, "kafkatopics", f"ha-{i}"), timeout=60)
-            handled = ["Handler 'topic_changed' succeeded" in r.log(10**7) for r in replicas]
+            handled = ["KafkaCluster kafka/ha connected" in r.log(10**7) for r in replicas]
             assert handled.count(True) == 1, [r.log(3000) for r in replicas]
         finally:
             for replica in replicas:

@@ -22,13 +22,16 @@ import click
 @click.option("--metrics-port", type=int, default=9090, show_default=True,
               help="Serve Prometheus metrics on this port (/metrics); 0 disables.")
 @click.option("--retry-delay", type=float, default=15.0, show_default=True,
-              help="Seconds before a retriable failure (cluster down, throttled) is retried.")
+              help="Seconds before a retriable failure (throttled, timed out) is retried; resources waiting "
+                   "for their cluster run the moment it connects.")
+@click.option("--peering-lifetime", type=float, default=60.0, show_default=True,
+              help="Seconds a replica's peering record stays valid: how fast a standby takes over a dead leader.")
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", show_default=True, help="Log lines as JSON objects (for collectors), or text.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
-        priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float, log_format: str,
-        verbose: bool) -> None:
+        priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
+        peering_lifetime: float, log_format: str, verbose: bool) -> None:
     """Run the operator: reconcile KafkaCluster, KafkaTopic, KafkaAcl and KafkaBrokerConfig resources.
 
     Connects to Kubernetes with the in-cluster service account, else KUBECONFIG. Give the scope
@@ -40,13 +43,16 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
 
     import kafkaops.k8s.handlers  # noqa: F401  (registers the handlers)
     from kafkaops.k8s.context import OperatorSettings
+    from kafkaops.k8s.logs import install as install_log_policy
 
     if not clusterwide and not namespaces:
         raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
     kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
+    install_log_policy(verbose)
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
-    memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None))
+    memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None,
+                                                                peering_lifetime=peering_lifetime))
     kopf.run(
         clusterwide=clusterwide,
         namespaces=list(namespaces),

@@ -1,5 +1,5 @@
 """What the operator asks of the Kubernetes API beyond kopf: reading Secrets, and patching the
-status of resources from the per-cluster resync (outside any handler of theirs). The official
+status of resources outside any handler of theirs (resync, waiting room, outages). The official
 kubernetes client, run in threads."""
 
 from __future__ import annotations
@@ -36,5 +36,12 @@ class KubernetesApi:
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 
     async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace, plural,
-                                name, {"status": dict(status)})
+        """Merge `status` into the object's status; an object deleted meanwhile is no error."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,
+                                    plural, name, {"status": dict(status)})
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
