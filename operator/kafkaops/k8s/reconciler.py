@@ -527,11 +527,15 @@ class Reconciler:
     async def resync_cluster(self, context: ClusterContext) -> int:
         """One bulk resync of every resource of the cluster, as the catalog knows them; statuses and
         Events written for what changed. Returns how many resources changed."""
+        first = not context.resynced
         bodies = self.catalog.resources(context.key)
         claims = {key: self.catalog.claims(b) for b in bodies if (key := claim_key(b)) is not None}
         changed = await self.resync(context, bodies, claims)
         for body, result in changed:
             await self.publish(body, result)
+        if first or changed:
+            log.info("KafkaCluster %s/%s: %d resource(s) compared with Kafka in one bulk read, %d changed",
+                     *context.key, len(bodies), len(changed))
         return len(changed)
 
     async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],

@@ -112,12 +112,15 @@ def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
 
 
 def start_operator(kubeconfig: str | Path, *extra: str, log_path: Path | None = None,
-                   env: dict[str, str] | None = None, peering: str | None = None) -> ChildProcess:
-    """`kafkaops run -A` against `kubeconfig`: standalone, or with kopf peering `peering` (HA);
-    `extra`: more `kafkaops run` options."""
+                   env: dict[str, str] | None = None, peering: str | None = None,
+                   priority: int | None = None) -> ChildProcess:
+    """`kafkaops run -A` against `kubeconfig`: standalone, or with kopf peering `peering` (HA, the
+    highest `priority` leads); `extra`: more `kafkaops run` options."""
     directory = Path(tempfile.mkdtemp(prefix="kafkaops-operator-"))
     log_path = log_path or directory / "operator.log"
     scope = ["--peering", peering] if peering else ["--standalone"]
+    if priority is not None:
+        scope += ["--priority", str(priority)]
     argv = [sys.executable, "-m", "kafkaops", "run", "-A", *scope, "--metrics-port", "0", "--retry-delay", "1", *extra]
     environment = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
     with open(log_path, "ab") as log:
