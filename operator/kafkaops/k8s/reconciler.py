@@ -466,8 +466,10 @@ class Reconciler:
         """Run every resource parked on cluster `key`, concurrently (their items join the same batches)."""
         parked = self.waiting.take(key)
         if parked:
-            log.info("KafkaCluster %s/%s: running %d resource(s) that waited for it", key[0], key[1], len(parked))
+            started = time.monotonic()
             await asyncio.gather(*(self._rerun(body) for body in parked))
+            log.info("KafkaCluster %s/%s: %d resource(s) that waited for it reconciled in %.2f s", key[0], key[1],
+                     len(parked), time.monotonic() - started)
 
     async def _rerun(self, body: Mapping[str, Any]) -> None:
         try:
