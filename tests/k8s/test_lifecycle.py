@@ -91,11 +91,10 @@ async def test_resources_created_before_their_cluster_run_the_moment_it_connects
 
 
 async def test_a_restart_with_everything_ready_writes_nothing_and_sends_nothing_per_resource(fake) -> None:
-    catalog, recorder = CatalogDouble(), Recorder()
-    first = operator(catalog, recorder)
-    cluster = cluster_body(fake.bootstrap)
-    result = await connect(first, cluster)
-    catalog.add(after(cluster, result))
+    catalog = CatalogDouble()
+    first = operator(catalog, Recorder(catalog))
+    await connect(first, cluster_body(fake.bootstrap))
+    assert condition(catalog.cluster(("team", "main"))["status"], "Ready")["status"] == "True"
     topics = [catalog.add(topic_body(f"kept-{i}", config={"retention.ms": 3600000})) for i in range(10)]
     for topic in topics:
         catalog.add(after(topic, await first.reconcile(topic)))
@@ -106,11 +105,12 @@ async def test_a_restart_with_everything_ready_writes_nothing_and_sends_nothing_
     try:
         resumed = [await second.reconcile(t, resuming=True) for t in catalog.objects.values()]
         assert all(r.status is None and r.event is None and r.retry_after is None for r in resumed)
+        assert second.clusters.contexts() == [], "a settled resource's resume sends nothing at all"
+        cluster_result = await second.cluster_changed(catalog.cluster(("team", "main")))
+        assert cluster_result.status is None and cluster_result.event is None
         context = second.clusters.contexts()[0]
         sent = dict(context.admin.requests_by_api)
         assert "CreateTopics" not in sent and "DescribeConfigs" not in sent, sent
-        cluster_result = await second.cluster_changed(catalog.cluster(("team", "main")))
-        assert cluster_result.status is None and cluster_result.event is None
         assert await second.resync_cluster(context) == 0  # one bulk read compares them all
         assert context.admin.requests_by_api.get("DescribeConfigs", 0) - sent.get("DescribeConfigs", 0) == 1
         assert recorder.writes == [] and recorder.events == []

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from kafkaops.k8s.context import Clusters, OperatorSettings
+from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
@@ -335,12 +336,12 @@ async def test_periodic_preferred_leader_election(fake) -> None:
             await admin.create_topics([NewTopic("lead", 6, 3)])
             await fake.stop_broker(1)
             await fake.start_broker(1)  # leadership stays away from broker 1
-            note = await reconciler.maybe_elect_leaders(context, now=10_000.0)
+            note = await maybe_elect_leaders(context, now=10_000.0)
             assert note is not None and note.reason == "LeadersElected" and "moved back" in note.message
             meta = await admin.metadata(["lead"])
             assert all(p.leader == p.replicas[0] for p in meta.topics["lead"].partitions)
-            assert await reconciler.maybe_elect_leaders(context, now=10_001.0) is None  # not due yet
-            assert await reconciler.maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
+            assert await maybe_elect_leaders(context, now=10_001.0) is None  # not due yet
+            assert await maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
     finally:
         await clusters.close_all()
 

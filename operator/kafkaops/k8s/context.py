@@ -114,6 +114,7 @@ class ClusterContext:
     state: Connection = Connection.CONNECTING
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # the first connection attempt answered
     resynced: bool = False  # the first bulk resync after connecting ran
+    reported: tuple[Any, ...] | None = None  # the state last reported in the KafkaCluster's status
     task: asyncio.Task[None] | None = None  # connecting, or probing a cluster that went down
 
     @property

@@ -20,8 +20,10 @@ from typing import Any
 
 import kopf
 
+from kafkaops.k8s import kopf_patches
 from kafkaops.k8s.catalog import IndexCatalog
 from kafkaops.k8s.context import Clusters, OperatorSettings
+from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
     CONFIRM_DELETIONS,
     FINALIZER,
@@ -37,6 +39,8 @@ from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import CLUSTER_PLURAL, Reconciler, Result
 from kafkaops.k8s.status import EventNote
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+
+kopf_patches.apply()  # index pre-population without a thundering herd (see kopf_patches.py)
 
 STORAGE_PREFIX = "kopf.kafkaops.io"  # kopf's own bookkeeping; user annotations stay kafkaops.io/*
 
@@ -266,7 +270,7 @@ async def resync(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
             logger.exception("resync of KafkaCluster %s failed", body.metadata.name)
             continue
         try:
-            note = await state.reconciler.maybe_elect_leaders(context)
+            note = await maybe_elect_leaders(context)
         except Exception:
             logger.exception("preferred leader election on KafkaCluster %s failed", body.metadata.name)
             note = None

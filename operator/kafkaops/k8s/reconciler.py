@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -53,7 +54,6 @@ from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
 from kafkaops.reconcile.actions import ChangeReplicas
-from kafkaops.reconcile.leaders import Election, elect_preferred
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
@@ -253,23 +253,24 @@ class Reconciler:
                 # parked with the status about to be written, so the rerun compares against it
                 parked = {**body, "status": result.status} if result.status is not None else body
                 self.waiting.add(result.waits_for, uid, parked)
-        if not self._lock(body).locked() and uid not in self.waiting:
-            self._locks.pop(uid, None)
         return result
 
     async def _reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim], resuming: bool) -> Result:
         started = time.monotonic()
-        model, context, early = await self._gate(body, claims)
         kind = str(body.get("kind"))
+        status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+        if (resuming and is_settled(status, _generation(body)) and status.get(THROTTLE_RECORD) is None
+                and not is_paused(body) and not is_unmanaged(body)):
+            # a restart: its status says Ready at this generation. The cluster's first resync compares
+            # all such resources with Kafka in one bulk read (and seeds their ownership); nothing here
+            self.metrics.record(kind, "resumed", UP_TO_DATE, 0.0)
+            return Result()
+        model, context, early = await self._gate(body, claims)
         if early is not None:
             self.metrics.record(kind, "skipped", early.status["conditions"][0]["reason"] if early.status else "", 0.0)
             return early
         assert context is not None and context.engine is not None
         self._seed_ownership(context, _owner(model), body)
-        if resuming and is_settled(body.get("status"), _generation(body)) and THROTTLE_RECORD not in (body.get("status") or {}):
-            # a restart: Kafka is compared for all settled resources at once by the cluster's first resync
-            self.metrics.record(kind, "resumed", UP_TO_DATE, 0.0)
-            return Result()
         extra: dict[str, Any] = {}
         if isinstance(model, KafkaTopic):
             seed_throttle(context, model, body)
@@ -424,6 +425,15 @@ class Reconciler:
                                               "; ".join(f"{i.path}: {i.reason}" for i in errors)))
         context = await self.clusters.ensure(checked.resource)
         await self.clusters.wait_settled(context)
+        return self._cluster_report(body, context)
+
+    def _cluster_report(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
+        """The KafkaCluster's result for its context's state, once per state: the handler and the
+        listener both report, and whichever comes second finds nothing new to write or post."""
+        fingerprint = (context.state, context.problem, json.dumps(context.description, sort_keys=True, default=str))
+        if context.reported == fingerprint:
+            return Result()
+        context.reported = fingerprint
         return self._cluster_result(body, context)
 
     def _cluster_result(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
@@ -441,11 +451,11 @@ class Reconciler:
         """The listener of every context: the KafkaCluster's status and Event follow the connection;
         the waiting resources run when it connects; Ready ones are told once when it goes down."""
         body = self.catalog.cluster(context.key)
-        if body is not None:
-            await self.publish(body, self._cluster_result(body, context), CLUSTER_PLURAL)
+        if body is not None and self.status_writer is not None:
+            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
         if context.state is Connection.READY:
             await self.run_waiting(context.key)
-        elif context.state is Connection.DOWN and context.resynced:
+        elif context.state is Connection.DOWN:
             await self._mark_waiting(context)
 
     async def _mark_waiting(self, context: ClusterContext) -> None:
@@ -503,27 +513,6 @@ class Reconciler:
     async def close(self) -> None:
         await self.clusters.close_all()
 
-    # --- periodic preferred leader election ---------------------------------------------------------------
-
-    async def maybe_elect_leaders(self, context: ClusterContext, now: float | None = None) -> EventNote | None:
-        """spec.preferredLeaderElectionInterval: when due, elect the partitions led by another replica
-        than their preferred one (one Metadata + one ElectLeaders); an Event says what happened."""
-        interval = context.model.spec.leader_election_seconds
-        now = time.monotonic() if now is None else now
-        if interval is None or not context.ready or context.admin is None or now - context.last_leader_election < interval:
-            return None
-        context.last_leader_election = now
-        elections, problem = await elect_preferred(context.admin)
-        if problem is not None:
-            return EventNote("Warning", problem.reason, f"preferred leader election: {problem.message}")
-        if not elections:
-            return None
-        failed = [e for e in elections if e.outcome is Election.FAILED]
-        message = (f"preferred leader election: {len(elections) - len(failed)} of {len(elections)} imbalanced "
-                   f"partition(s) moved back to their preferred leader"
-                   + (f"; failed: {', '.join(f'{e.partition} ({e.reason})' for e in failed[:10])}" if failed else ""))
-        return EventNote("Warning" if failed else "Normal", "LeadersElected", message)
-
     # --- drift ----------------------------------------------------------------------------------------------
 
     async def resync_cluster(self, context: ClusterContext) -> int:
@@ -549,7 +538,7 @@ class Reconciler:
         if not context.ready or context.engine is None:
             return []
         started = time.monotonic()
-        chosen: dict[Any, Mapping[str, Any]] = {}
+        chosen: dict[Any, tuple[Mapping[str, Any], Any]] = {}
         for body in bodies:
             if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
                 continue
@@ -562,12 +551,12 @@ class Reconciler:
             mine = claim_of(body)
             if _winner(mine, claims.get(key, ())).uid != mine.uid:
                 continue
-            chosen[checked.resource.source] = body
+            chosen[checked.resource.source] = (body, checked.resource)
             self._seed_ownership(context, _owner(checked.resource), body)
         context.resynced = True
         if not chosen:
             return []
-        models = [check_custom_resource(b).resource for b in chosen.values()]
+        models = [model for _, model in chosen.values()]
         # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
         try:
             report = await context.engine.reconcile(DesiredState.of(models, context.model),
@@ -583,9 +572,9 @@ class Reconciler:
             self.clusters.mark_down(context, ConnectionError(lost.message))
             return []  # the outage is reported once, by cluster_state_changed
         for outcome in report.outcomes:
-            body = chosen.get(outcome.source)
-            if body is None:
+            if outcome.source not in chosen:
                 continue
+            body = chosen[outcome.source][0]
             was_drifted = any(c.get("type") == "Drifted" and c.get("status") == "True"
                               for c in (body.get("status") or {}).get("conditions") or ())
             if outcome.state is State.APPLIED:
