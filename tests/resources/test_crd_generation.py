@@ -88,7 +88,7 @@ def test_crd_names_columns_and_status(kind: str) -> None:
     info = KINDS[kind]
     names = crd["spec"]["names"]
     assert crd["metadata"]["name"] == f"{info.plural}.kafkaops.io"
-    assert (names["plural"], names["singular"], names["categories"]) == (info.plural, info.singular, ["kafka"])
+    assert (names["plural"], names["singular"], names["categories"]) == (info.plural, info.singular, ["kafkaops"])
     assert crd["spec"]["scope"] == "Namespaced" and crd["spec"]["group"] == "kafkaops.io"
     (version,) = crd["spec"]["versions"]
     assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
@@ -107,7 +107,8 @@ def test_crd_names_columns_and_status(kind: str) -> None:
 def test_kind_specific_names_and_fields() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in generate_crds()}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
-    assert short == {"KafkaCluster": ["kc"], "KafkaTopic": ["kt"], "KafkaAcl": ["kacl"], "KafkaBrokerConfig": ["kbc"]}
+    assert short == {"KafkaCluster": ["kocl"], "KafkaTopic": ["kot"], "KafkaAcl": ["koacl"],
+                     "KafkaBrokerConfig": ["kobc"]}
     topic_version = crds["KafkaTopic"]["spec"]["versions"][0]
     columns = {c["name"]: c["jsonPath"] for c in topic_version["additionalPrinterColumns"]}
     assert columns["PARTITIONS"] == ".status.partitions" and columns["RF"] == ".status.replicationFactor"
