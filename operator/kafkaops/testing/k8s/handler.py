@@ -140,8 +140,10 @@ class EmulatorHandler(kmock.KubernetesScaffold):
         elif parts[0] == "apis" and len(parts) == 3:
             document = discovery.resource_list(defs, parts[1], parts[2])
         elif path == "/openapi/v2":
-            if "json" not in accept and accept not in ("", "*/*"):
-                raise errors.not_acceptable("only application/json is served for /openapi/v2 (no protobuf)")
+            if openapi.V2_PROTOBUF in accept and "json" not in accept:
+                # answered with the name the real server uses ("@" is not allowed in a Content-Type)
+                return aiohttp.web.Response(body=openapi.v2_protobuf(), headers={
+                    "Content-Type": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"})
             document = openapi.v2_document(defs)
         elif path == "/openapi/v3":
             document = openapi.v3_index(defs)

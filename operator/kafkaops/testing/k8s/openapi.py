@@ -6,8 +6,11 @@
   `fieldValidation` query parameter on PATCH, which is what kubectl >= 1.27 looks for to choose
   server-side field validation) and `components.schemas`: a CRD version's openAPIV3Schema with
   `metadata` referring to ObjectMeta, as the real server publishes it (so `kubectl explain` works);
-- `/openapi/v2` (Swagger 2.0, JSON only: the protobuf form kubectl asks for when it falls back to
-  v2 is answered 406, which kubectl treats as "no v2", as it does for an old server).
+- `/openapi/v2`: Swagger 2.0 with every kind's schema in JSON; in protobuf (gnostic's
+  `openapi.v2.Document`, which kubectl asks for when v3 cannot answer, e.g. for a kind whose CRD
+  is created by the same `kubectl apply`) a document with no definitions: kubectl then skips
+  client-side validation of those kinds, as a real server's v2 does for a kind it does not know
+  yet, and computes strategic merge patches from its compiled-in types.
 
 Built-in kinds get a permissive schema (`x-kubernetes-preserve-unknown-fields`) with their names,
 not the real ones: the emulator does not validate built-ins either. Their PATCH operations do not
@@ -200,6 +203,25 @@ def v3_index(defs: Iterable[ResourceDef]) -> dict[str, Any]:
         assert document is not None
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={document_hash(document)}"}
     return {"paths": paths}
+
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+
+
+def _length_delimited(number: int, payload: bytes) -> bytes:
+    size, out = len(payload), bytearray()
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        out.append(byte | (0x80 if size else 0))
+        if not size:
+            break
+    return bytes([number << 3 | 2]) + bytes(out) + payload
+
+
+def v2_protobuf() -> bytes:
+    """`openapi.v2.Document{swagger: "2.0", info: {title, version}}` in the protobuf wire format."""
+    info = _length_delimited(1, b"Kubernetes") + _length_delimited(2, b"v1.32.0")
+    return _length_delimited(1, b"2.0") + _length_delimited(2, info)
 
 
 def v2_document(defs: Iterable[ResourceDef]) -> dict[str, Any]:
