@@ -77,6 +77,7 @@ def test_get_shows_every_printer_column(stack: Stack, k: Kubectl) -> None:
     for plural, cols in columns.items():
         expected = ("NAME", *(c["name"].upper() for c in cols if not c.get("priority")))
         assert expected in shown, (plural, shown)
+    assert "No resources found in default namespace" in k("kubectl get kafkatopics.kafkaops.io").stderr
     wide = k("kubectl get kafkatopics.kafkaops.io -n kafka-dev -o wide").stdout
     assert header(wide) == ["NAME", *(c["name"].upper() for c in columns["kafkatopics"])]
     assert re.search(r"^orders\.events\.v1\s+dev\s+orders\.events\.v1\s+6\s+1\s+True\s+Applied\s+\d+s", wide, re.M), wide

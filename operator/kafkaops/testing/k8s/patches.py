@@ -138,7 +138,13 @@ def _remove_unapplied(current: Any, previous: Any, applied: Any) -> Any:
     result = dict(current)
     applied = applied if isinstance(applied, dict) else {}
     for key, value in previous.items():
-        if key not in applied:
+        if key not in applied and isinstance(value, dict) and isinstance(result.get(key), dict):
+            rest = _remove_unapplied(result[key], value, {})  # keep what other managers set inside
+            if rest:
+                result[key] = rest
+            else:
+                result.pop(key)
+        elif key not in applied:
             result.pop(key, None)
         elif key in result:
             result[key] = _remove_unapplied(result[key], value, applied[key])
