@@ -160,3 +160,20 @@ def test_kubernetes_validate_strict() -> None:
     run = subprocess.run([tool, "--strict", *files], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("passed") == len(files)
+
+
+# Names other Kafka operators' CRDs answer to (docs/architecture.md): Strimzi's short names,
+# category and kind Kafka; Confluent for Kubernetes' and Redpanda's kinds (plural/singular).
+OTHER_OPERATORS_NAMES = {
+    "k", "kt", "kc", "ku", "kb", "kr", "knp", "kmm", "kmm2", "kctr", "strimzi", "kafka", "kafkas",
+    "confluent", "redpanda", "redpandas", "topic", "topics", "user", "users", "schema", "schemas",
+}
+
+
+def test_short_names_and_category_collide_with_no_other_kafka_operator() -> None:
+    for crd in generate_crds():
+        names = crd["spec"]["names"]
+        claimed = {*names["shortNames"], *names["categories"]}
+        assert not claimed & OTHER_OPERATORS_NAMES, (names["kind"], claimed & OTHER_OPERATORS_NAMES)
+        assert all(short.startswith("ko") for short in names["shortNames"])
+        assert names["categories"] == ["kafkaops"]
