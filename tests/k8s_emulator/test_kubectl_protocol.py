@@ -123,3 +123,30 @@ def test_deployments_are_reported_rolled_out() -> None:
                              "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": 2}})
     assert deployment["status"]["updatedReplicas"] == 2 and deployment["status"]["observedGeneration"] == 1
     assert datetime.datetime.fromisoformat(deployment["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+
+
+def test_cel_rules_of_the_crds_are_enforced() -> None:
+    api = KubernetesApiEmulator(crds=[ROOT / "crds"], kopf_peering=False)
+    api.create_namespace("kafka")
+    topic = {"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic", "metadata": {"name": "t", "namespace": "kafka"},
+             "spec": {"clusterRef": {"name": "c"}, "partitions": 2, "replicaAssignment": [[1], [2]]}}
+    with pytest.raises(errors.ApiError) as rejected:
+        api.create(topic)
+    assert rejected.value.status == 422
+    causes = rejected.value.details["causes"]
+    assert causes == [{"reason": "FieldValueInvalid", "field": "spec", "message": 'Invalid value: "object": '
+                       "replicaAssignment is mutually exclusive with partitions and replicationFactor"}]
+    assert api.get("kafkaops.io/v1alpha1", "KafkaTopic", "t", "kafka") is None
+    del topic["spec"]["partitions"]
+    assert api.create(topic)["spec"]["replicaAssignment"] == [[1], [2]]
+
+
+def test_cel_subset() -> None:
+    from kafkaops.testing.k8s.cel import compile_rule
+
+    assert compile_rule("self.replicas == oldSelf.replicas") is None  # transition rules are skipped
+    assert compile_rule("self.items.all(x, x > 0)") is None  # macros are outside the subset
+    rule = compile_rule("size(self.name) <= 5 && (self.kind == 'a' || 'b' in self.tags)")
+    assert rule is not None
+    assert rule({"name": "abc", "kind": "a", "tags": []}) and rule({"name": "abc", "kind": "x", "tags": ["b"]})
+    assert not rule({"name": "abcdef", "kind": "a", "tags": []}) and not rule({"name": "abc"})  # no such key

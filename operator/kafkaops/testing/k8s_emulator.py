@@ -68,8 +68,8 @@ Emulated:
   categories; kopf's peering CRDs (kopf.dev/v1 ClusterKopfPeering, KopfPeering) are pre-installed;
   deleting a CRD removes its resource and objects. `/healthz`, `/livez`, `/readyz`.
 
-Not emulated: CEL (`x-kubernetes-validations` rules are accepted and NOT evaluated), `format`
-checks, admission webhooks, authentication (any or no token is accepted) and RBAC, server-side
+Not emulated: CEL beyond a subset (`k8s/cel.py`: rules outside it, e.g. macros or `oldSelf`,
+are accepted and NOT evaluated), `format` checks, admission webhooks, authentication (any or no token is accepted) and RBAC, server-side
 apply's field ownership and conflicts, CRD conversion beyond "None" (all served versions share
 one store), garbage collection of ownerReferences and the Foreground/Orphan propagation policies,
 `dryRun`, protobuf responses, `resourceVersion`/`resourceVersionMatch` on lists (always the
