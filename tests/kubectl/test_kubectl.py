@@ -48,6 +48,15 @@ def test_install_crds_and_manifests(stack: Stack, k: Kubectl) -> None:
       "crd/kopfpeerings.kopf.dev")
     k("kubectl apply -k manifests/")
     k("kubectl -n kafkaops-system rollout status deploy/kafkaops")  # no pods here: rolled out at once
+    # A strategic merge patch of a built-in (kubectl's choice for them): the container merges by name.
+    k("kubectl set image deploy/kafkaops operator=ghcr.io/kafkaops/kafkaops:0.1.1 -n kafkaops-system")
+    deployment = json.loads(k("kubectl get deploy/kafkaops -n kafkaops-system -o json").stdout)
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert [c["image"] for c in containers] == ["ghcr.io/kafkaops/kafkaops:0.1.1"] and containers[0].get("args")
+    assert not any(key.startswith("$") for key in json.dumps(deployment).split('"'))
+    k("kubectl apply -k manifests/")  # back to the manifests' image: a client-side apply patch
+    image = k("kubectl get deploy/kafkaops -n kafkaops-system -o jsonpath={.spec.template.spec.containers[0].image}")
+    assert image.stdout == "ghcr.io/kafkaops/kafkaops:0.1.0"
     assert "kafkaops" in k("kubectl get clusterrole kafkaops -o name").stdout
 
 
@@ -134,13 +143,14 @@ def test_server_side_apply(stack: Stack, k: Kubectl, tmp_path: Path) -> None:
 
 
 def test_watch_sees_changes(stack: Stack, k: Kubectl) -> None:
-    watch = k.watch("kubectl get kot -n kafka-dev --watch-only -o name")
+    watch = k.watch("kubectl get kot -n kafka-dev --watch-only")  # rows of Tables, as the server prints them
     try:
         time.sleep(1.0)  # let the watch start
         k("kubectl annotate kot/orders.state.v1 -n kafka-dev kafkaops.io/note=watched")
         assert watch.stdout is not None
-        line = watch.stdout.readline()
-        assert line.strip() == "kafkatopic.kafkaops.io/orders.state.v1"
+        first, line = watch.stdout.readline(), watch.stdout.readline()
+        assert header(first) == ["NAME", "CLUSTER", "PARTITIONS", "RF", "READY", "REASON", "AGE"]
+        assert re.match(r"orders\.state\.v1\s+dev\s+6\s+1\s+True\s+Applied\s+\d+s", line), line
     finally:
         watch.terminate()
         watch.wait(timeout=10)
