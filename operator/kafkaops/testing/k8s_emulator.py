@@ -36,7 +36,8 @@ Emulated:
 - openAPIV3Schema: pruning of unknown fields (kept under `x-kubernetes-preserve-unknown-fields`;
   `fieldValidation=Strict` turns them into a 400, `Warn` (the default) into `Warning` headers),
   `default`s, validation with jsonschema (Draft 4, as OpenAPI v3.0) incl. `nullable`,
-  `x-kubernetes-int-or-string`, duplicate keys in `x-kubernetes-list-type: map|set` lists:
+  `x-kubernetes-int-or-string`, duplicate keys in `x-kubernetes-list-type: map|set` lists, CEL
+  `x-kubernetes-validations` rules in the subset of `k8s/cel.py`:
   422 `Status` with `details.causes` (field path + message, reasons as the real server's);
   metadata.name/labels checks;
 - 409 on a stale metadata.resourceVersion (PUT, PATCH, delete preconditions), 409 AlreadyExists,
