@@ -7,6 +7,7 @@ import click
 from kafkaops import __version__
 from kafkaops.cli.crds import crds
 from kafkaops.cli.dev_cluster import dev_cluster
+from kafkaops.cli.dev_kube import dev_kube
 from kafkaops.cli.elect_leaders import elect_leaders
 from kafkaops.cli.export import export
 from kafkaops.cli.fleet import fleet
@@ -22,7 +23,7 @@ def cli() -> None:
     """Declarative GitOps reconciler for Apache Kafka topics, ACLs and configs."""
 
 
-for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fleet, run, dev_cluster):
+for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fleet, run, dev_cluster, dev_kube):
     cli.add_command(command)
 
 
