@@ -41,4 +41,4 @@ dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info fleet-demo
+	rm -rf $(VENV) .venv-lean .pytest_cache build *.egg-info operator/*.egg-info fleet-demo
