@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # about 30 s the first time on a fresh machine, 10 s with .venv-lean cached
+
 REPO = Path(__file__).resolve().parents[2]
 LEAN = REPO / ".venv-lean"
 INSTALL = REPO / "docker" / "install.sh"
