@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster clean
+.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster image clean
 
 setup: $(STAMP)
 
@@ -40,5 +40,14 @@ bench-fleet: setup
 dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092
 
+# The image (Dockerfile, docs/deploying.md); needs a Docker daemon with BuildKit.
+# EXTRAS=fleet adds Spark, Arrow and a JRE; the tag then ends in -fleet.
+IMAGE  ?= ghcr.io/kafkaops/kafkaops:0.1.0
+EXTRAS ?=
+image:
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker is not installed (the image needs Docker with BuildKit; see docs/deploying.md)" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker daemon is reachable (docker info failed): start one or set DOCKER_HOST; see docs/deploying.md" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 docker build --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE)$(if $(EXTRAS),-$(EXTRAS)) .
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info fleet-demo
+	rm -rf $(VENV) .venv-lean .pytest_cache build *.egg-info operator/*.egg-info fleet-demo

@@ -11,9 +11,14 @@ import asyncio
 import signal
 import sys
 
+from typing import TYPE_CHECKING
+
 import click
 
-from kafkaops.testing.fake_cluster import FakeClusterDouble
+from kafkaops.cli.extras import require_test_doubles
+
+if TYPE_CHECKING:
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 
 def _racks(value: str | None) -> list[str] | None:
@@ -68,6 +73,9 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
 
     Prints the bootstrap servers first, then runs until Ctrl-C or SIGTERM.
     """
+    require_test_doubles("dev-cluster")
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
+
     cluster = FakeClusterDouble(
         brokers,
         racks=_racks(racks),

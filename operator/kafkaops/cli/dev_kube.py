@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from kafkaops.cli.extras import require_extra, require_test_doubles
+
 DEFAULT_KUBECONFIG = Path(".kafkaops") / "dev-kube.kubeconfig"
 
 
@@ -51,6 +53,8 @@ def dev_kube(port: int, kubeconfig: Path) -> None:
 
     Prints the API URL first, then how to point kubectl at it; runs until Ctrl-C or SIGTERM.
     """
+    require_test_doubles("dev-kube")
+    require_extra("dev-kube", "dev")
     try:
         asyncio.run(_serve(port, kubeconfig))
     except KeyboardInterrupt:

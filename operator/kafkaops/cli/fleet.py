@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from kafkaops.cli.extras import require_extra
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -82,6 +83,7 @@ def plan(desired: tuple[str, ...], observed: str, out: str, master: str | None, 
          spark_ui: bool) -> None:
     import re
 
+    require_extra("fleet", "fleet")
     from kafkaops.fleet.errors import FleetError
     from kafkaops.fleet.pipeline import FleetOptions, run
 

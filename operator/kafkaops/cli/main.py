@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kafkaops import __version__
+from kafkaops.cli.convert import convert
 from kafkaops.cli.crds import crds
 from kafkaops.cli.dev_cluster import dev_cluster
 from kafkaops.cli.dev_kube import dev_kube
@@ -23,7 +24,7 @@ def cli() -> None:
     """Declarative GitOps reconciler for Apache Kafka topics, ACLs and configs."""
 
 
-for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fleet, run, dev_cluster, dev_kube):
+for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fleet, run, dev_cluster, dev_kube, convert):
     cli.add_command(command)
 
 

@@ -11,14 +11,20 @@ from pathlib import Path
 
 import click
 
+from typing import TYPE_CHECKING
+
+from kafkaops.cli.extras import require_extra
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings, KafkaOpsError
-from kafkaops.snapshot.format import cluster_name_problem
-from kafkaops.snapshot.take import Snapshot, take_snapshot
-from kafkaops.snapshot.write import write_snapshot
+
+if TYPE_CHECKING:  # pyarrow (the 'fleet' extra) is imported only when the command runs
+    from kafkaops.snapshot.take import Snapshot
 
 
 def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    require_extra("snapshot", "fleet")  # the first callback to run; --help never gets here
+    from kafkaops.snapshot.format import cluster_name_problem
+
     if problem := cluster_name_problem(value):
         raise click.BadParameter(problem)
     return value
@@ -63,6 +69,8 @@ def snapshot(bootstrap: str, command_config: str | None, cluster: str, out: str)
       kafkaops snapshot --bootstrap-server kafka:9093 --command-config admin.properties \\
           --cluster staging --out /data/kafka-snapshots
     """
+    from kafkaops.snapshot.write import write_snapshot
+
     try:
         settings = client_settings(bootstrap, command_config)
     except ValueError as exc:  # bad bootstrap list, unreadable or invalid client.properties
@@ -83,6 +91,8 @@ def snapshot(bootstrap: str, command_config: str | None, cluster: str, out: str)
 async def read(settings: ClientSettings, cluster: str) -> Snapshot:
     """Connect with `settings` and take the snapshot. Raises KafkaOpsError or OSError when the
     cluster cannot be reached."""
+    from kafkaops.snapshot.take import take_snapshot
+
     bootstrap = ",".join(f"{h}:{p}" for h, p in settings.bootstrap)
     async with AdminClient.connect(bootstrap, settings=settings) as admin:
         return await take_snapshot(admin, Batcher(admin), cluster)
