@@ -8,17 +8,20 @@ from typing import Any
 
 from kafkaops.k8s.kinds import Claim, claim_key, claim_of, cluster_of
 from kafkaops.k8s.reconciler import Reconciler, Result
-from kafkaops.k8s.secrets import SecretNotFound
+from kafkaops.k8s.secrets import SecretForbidden, SecretNotFound
 
 API = "kafkaops.io/v1alpha1"
 _uids = itertools.count(1)
 
 
 class SecretReaderDouble:
-    def __init__(self, secrets: dict | None = None) -> None:
+    def __init__(self, secrets: dict | None = None, forbidden: set | None = None) -> None:
         self.secrets = secrets or {}
+        self.forbidden = forbidden or set()
 
     async def read(self, namespace: str, name: str):
+        if (namespace, name) in self.forbidden:
+            raise SecretForbidden(f"Secret {namespace}/{name}: forbidden")
         if (namespace, name) not in self.secrets:
             raise SecretNotFound(f"Secret {namespace}/{name} not found")
         return self.secrets[(namespace, name)]

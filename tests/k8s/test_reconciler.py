@@ -190,6 +190,20 @@ async def test_unreachable_cluster_and_bad_credentials_are_clear_and_never_leak(
         await clusters.close_all()
 
 
+async def test_a_secret_the_operator_may_not_read_says_how_to_grant_it(fake) -> None:
+    reader = SecretReaderDouble(forbidden={("team", "creds")})
+    clusters = Clusters(reader, OperatorSettings(metrics_port=None, cluster_wait=5.0))
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+    try:
+        result = await connect(reconciler, cluster_body(fake.bootstrap, sasl={
+            "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}))
+        ready = condition(result, "Ready")
+        assert ready["reason"] == "CredentialsInvalid" and "may not read Secret team/creds" in ready["message"]
+        assert "manifests/secrets-access" in ready["message"]
+    finally:
+        await clusters.close_all()
+
+
 async def test_cross_namespace_use_needs_the_cluster_to_allow_it(fake) -> None:
     clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
                                                                metrics_port=None))

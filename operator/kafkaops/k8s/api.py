@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafkaops.k8s.kinds import GROUP, VERSION
-from kafkaops.k8s.secrets import SecretNotFound
+from kafkaops.k8s.secrets import SecretForbidden, SecretNotFound
 
 
 class KubernetesApi:
@@ -32,6 +32,8 @@ class KubernetesApi:
         except ApiException as exc:
             if exc.status == 404:
                 raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
+            if exc.status == 403:
+                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 

@@ -243,6 +243,9 @@ class Clusters:
                            retriable=True)
         except KafkaOpsError as exc:  # it answered, but refused (authorization, unsupported)
             return problem_from_exception(exc, "describing the cluster")
+        except Exception as exc:  # e.g. the API failed reading a Secret: keep trying, say why
+            log.warning("KafkaCluster %s/%s: connecting failed: %s", *context.key, type(exc).__name__, exc_info=True)
+            return Problem("ConnectFailed", f"connecting failed: {type(exc).__name__}", retriable=True)
         return None
 
     def mark_down(self, context: ClusterContext, exc: BaseException) -> None:
