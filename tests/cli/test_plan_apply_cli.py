@@ -410,7 +410,7 @@ def test_unreachable_cluster_fails_its_resources_only(noida: ServerProcess, uniq
     result = apply(path, None, "--yes", "-o", "json")
     assert result.exit_code == 1
     clusters = {c["name"]: c for c in as_json(result)["clusters"]}
-    assert clusters["down"]["error"]["reason"] == "KafkaConnectionError"
+    assert clusters["down"]["error"]["reason"] == "ClusterUnreachable"
     assert dead in clusters["down"]["error"]["message"]
     assert [r["state"] for r in clusters["down"]["resources"]] == ["failed"]
     assert clusters["up"]["error"] is None and clusters["up"]["resources"][0]["state"] == "applied"
@@ -418,7 +418,8 @@ def test_unreachable_cluster_fails_its_resources_only(noida: ServerProcess, uniq
 
     text = plan(path, None)
     assert text.exit_code == 1
-    assert "Plan for down: not made, 1 resource not planned: KafkaConnectionError" in text.stdout
+    assert f"Cluster down ({dead}): ClusterUnreachable: {dead}: connection refused" in text.stdout
+    assert "1 resource not checked: " in text.stdout
 
 
 def test_sasl_cluster_without_credentials_and_passwords_never_shown(noida: ServerProcess, unique: str,

@@ -38,9 +38,10 @@ from kafkaops.cli.render import (
     unroutable_text,
     validation_text,
 )
+from kafkaops.cli.options import connection_options, connection_overrides
 from kafkaops.cli.targets import Target, TargetError, Unroutable, resolve_targets
 from kafkaops.kafka import AdminClient, Batcher
-from kafkaops.kafka.errors import KafkaOpsError
+from kafkaops.kafka.errors import AuthenticationFailed, ClusterUnreachable, KafkaOpsError
 from kafkaops.reconcile.actions import Action, Plan, Problem, ResourcePlan
 from kafkaops.reconcile.apply import problem_from_exception
 from kafkaops.reconcile.engine import Engine, Planned, RunOptions
@@ -60,6 +61,7 @@ DEFAULT_STATE_FILE = ".kafkaops/state.json"
 PROGRESS_THRESHOLD = 20
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+CLUSTER_UNREACHABLE, AUTHENTICATION_FAILED = "ClusterUnreachable", "AuthenticationFailed"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -181,6 +183,7 @@ def common_options(command: F) -> F:
                      help="Delete topics absent from the manifests (plan: show which would be deleted); "
                           "only where the KafkaCluster's topicDeletion.policy is Delete, and at most "
                           "its maxDeletionsPerReconcile."),
+        *connection_options(),
         click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",
                      show_default=True, help="Output format (json: one document on stdout, schema in "
                                              "kafkaops/cli/render.py)."),
@@ -259,7 +262,7 @@ class Session:
 
     def result(self, report: Report | None = None, error: Problem | None = None) -> ClusterResult:
         return ClusterResult(self.target.name, self.bootstrap, self.plan, report, error or self.error,
-                             tuple(self.store.errors), self.requests)
+                             tuple(self.store.errors), self.requests, planned=self.planned is not None)
 
 
 def failed_plan(target: Target, problem: Problem) -> Plan:
@@ -305,6 +308,10 @@ async def open_session(session: Session, options: RunOptions) -> None:
 
 
 def _cluster_problem(exc: BaseException, what: str) -> Problem:
+    if isinstance(exc, ClusterUnreachable):  # its cause names each address and why, in a few words
+        return Problem(CLUSTER_UNREACHABLE, exc.cause, retriable=exc.retriable)
+    if isinstance(exc, AuthenticationFailed):  # names the mechanism and the user, never the secret
+        return Problem(AUTHENTICATION_FAILED, str(exc))
     if isinstance(exc, KafkaOpsError):
         return problem_from_exception(exc, what)
     return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
@@ -524,14 +531,15 @@ async def run_apply(request: Request, store: OwnershipStore, validated: Validate
 def show_outcomes(result: RunResult) -> None:
     if not result.applied:
         return
+    reached = [c for c in result.clusters if c.planned]  # the others' one-line error is above
     if not result.has_changes:
-        if any(c.plan.problems for c in result.clusters):
+        if any(c.plan.problems for c in reached):
             click.echo(click.style("Nothing applied: every pending change is refused (the problems are above).",
                                    fg="red"))
-        else:
+        elif reached or not result.clusters:
             click.echo(click.style("Nothing to do: every resource is as declared.", fg="green"))
     else:
-        for cluster in result.clusters:
+        for cluster in reached:
             emit(cluster_failure_text(cluster) if cluster.error is not None
                  else report_text(cluster, result.validate_only))
     if result.validate_only:
@@ -545,8 +553,8 @@ def footer(result: RunResult) -> list[str]:
         parts.append(f"{invalid} invalid manifest{'s' if invalid != 1 else ''} skipped")
     if result.unroutable:
         parts.append(f"{len(result.unroutable)} resource(s) with no usable cluster")
-    if down := [c.name for c in result.clusters if c.error is not None]:
-        parts.append(f"cluster(s) failed: {', '.join(down)}")
+    if down := [c.name for c in result.clusters if c.error is not None and c.planned]:
+        parts.append(f"cluster(s) failed: {', '.join(down)}")  # unplanned ones said it in their own line
     failed = sum(len(c.report.failed) for c in result.clusters if c.report is not None and c.error is None)
     problems = sum(len(c.plan.problems) for c in result.clusters if c.error is None)
     if result.command == "apply" and result.applied and failed:
@@ -618,9 +626,10 @@ def _request(command: str, paths: tuple[str, ...], bootstrap: str | None, comman
 @click.command("plan", help=PLAN_HELP)
 @common_options
 def plan(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-         state_file: str, no_state: bool, prune: bool, output: str) -> None:
+         state_file: str, no_state: bool, prune: bool, connect_timeout: float, retry_budget: float,
+         output: str) -> None:
     execute(_request("plan", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
-                     RunOptions(prune=prune)))
+                     RunOptions(prune=prune), overrides=connection_overrides(connect_timeout, retry_budget)))
 
 
 @click.command("apply", help=APPLY_HELP)
@@ -633,9 +642,11 @@ def plan(paths: tuple[str, ...], bootstrap: str | None, command_config: str | No
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="How long to wait for changes to complete before reporting WaitTimeout [default: 120].")
 def apply(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-          state_file: str, no_state: bool, prune: bool, output: str, yes: bool, validate_only: bool,
-          no_wait: bool, timeout: float | None) -> None:
-    overrides = {"wait_timeout": timeout} if timeout is not None else {}
+          state_file: str, no_state: bool, prune: bool, connect_timeout: float, retry_budget: float, output: str,
+          yes: bool, validate_only: bool, no_wait: bool, timeout: float | None) -> None:
+    overrides = connection_overrides(connect_timeout, retry_budget)
+    if timeout is not None:
+        overrides["wait_timeout"] = timeout
     options = RunOptions(prune=prune, validate_only=validate_only, wait=not no_wait)
     execute(_request("apply", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
                      options, yes, overrides))

@@ -84,6 +84,7 @@ class ClusterResult:
     error: Problem | None = None
     notes: tuple[str, ...] = ()
     requests: Mapping[str, int] = field(default_factory=dict)
+    planned: bool = True  # False: the cluster failed before a plan was made (unreachable, auth...)
 
     @property
     def has_changes(self) -> bool:
@@ -196,14 +197,39 @@ def resource_text(resource: ResourcePlan, with_problem: bool = True) -> list[str
     return lines
 
 
+# What to check when a whole cluster fails, by the problem's reason.
+_HINTS = {
+    "ClusterUnreachable": "check --bootstrap-server (and --command-config for TLS/SASL)",
+    "AuthenticationFailed": "check the credentials in --command-config",
+}
+NAMES_SHOWN = 3
+
+
+def names_text(names: list[str], limit: int = NAMES_SHOWN) -> str:
+    """`a, b, c and 10 more`: a count and the first names, for one-line summaries."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def cluster_error_line(cluster: ClusterResult, verb: str) -> str:
+    """A cluster that failed as a whole, in ONE line: where, why, what to check, what was left.
+    `verb`: "not checked" (plan) or "not applied" (apply)."""
+    assert cluster.error is not None
+    error = cluster.error
+    hint = _HINTS.get(error.reason)
+    names = [r.name for r in cluster.plan.resources]
+    left = f"{len(names)} resource{_s(len(names))} {verb}" + (f": {names_text(names)}" if names else "")
+    text = (f"Cluster {_cluster_title(cluster)}: {error.reason}: {error.message}"
+            + (f"; {hint}" if hint else "") + f"; {left}")
+    return click.style(text, fg="red", bold=True)
+
+
 def plan_summary(cluster: ClusterResult) -> str:
     counts = Counter(r.action for r in cluster.plan.resources if r.problem is None)
     problems = len(cluster.plan.problems)
     unchanged = counts[Action.NONE]
     if cluster.error is not None:
-        count = len(cluster.plan.resources)
-        return click.style(f"Plan for {cluster.name}: not made, {count} resource{_s(count)} not planned: "
-                           f"{problem_text(cluster.error)}", fg="red", bold=True)
+        return cluster_error_line(cluster, "not checked")
     if not cluster.has_changes and not problems:
         return click.style(f"Plan for {cluster.name}: no changes ({unchanged} resource{_s(unchanged)} up to date)",
                            fg="green")
@@ -214,7 +240,10 @@ def plan_summary(cluster: ClusterResult) -> str:
 
 
 def plan_text(cluster: ClusterResult) -> list[str]:
-    """The readable diff of one cluster: each resource that changes or has a problem, notes, summary."""
+    """The readable diff of one cluster: each resource that changes or has a problem, notes, summary.
+    A cluster that could not be planned is one line (cluster_error_line)."""
+    if cluster.error is not None and not cluster.planned:
+        return [cluster_error_line(cluster, "not checked")]
     lines = [click.style(f"Cluster {_cluster_title(cluster)}", bold=True)]
     for resource in cluster.plan.resources:
         if resource.pending:  # a failed cluster's problem is said once, in the summary
@@ -303,9 +332,7 @@ def cluster_failure_text(cluster: ClusterResult) -> list[str]:
     """For a cluster that failed as a whole during apply (its plan was shown already)."""
     if cluster.error is None:
         return []
-    count = len(cluster.plan.resources)
-    return [click.style(f"Cluster {_cluster_title(cluster)}: {count} resource{_s(count)} failed: "
-                        f"{problem_text(cluster.error)}", fg="red", bold=True)]
+    return [cluster_error_line(cluster, "not applied")]
 
 
 # --- JSON ----------------------------------------------------------------------------------------------------

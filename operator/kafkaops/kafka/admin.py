@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +38,14 @@ from tenacity.wait import wait_exponential_jitter
 from . import messages as m
 from .apis import Api
 from .connection import BrokerConnection, BrokerPool
-from .errors import KafkaConnectionError, KafkaError, KafkaRequestError, RequestTimedOut, UnsupportedFeature
+from .errors import (
+    ClusterUnreachable,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaRequestError,
+    RequestTimedOut,
+    UnsupportedFeature,
+)
 from .models import (
     AclBinding,
     AclBindingFilter,
@@ -104,6 +112,7 @@ class _Progress(Generic[K, R]):
     results: dict[K, ItemResult[R]]
     uncertain: set[K]
     throttle: float = 0.0
+    started: float = field(default_factory=time.monotonic)
 
 
 class AdminClient:
@@ -242,6 +251,13 @@ class AdminClient:
             raise
         except RequestTimedOut as exc:
             failure = KafkaError.of(ErrorCode.request_timed_out, str(exc))
+        except ClusterUnreachable as exc:
+            # Nothing reachable: retrying cannot help a listener that speaks another protocol, and
+            # with a connect retry budget (the CLI's) the caller wants to know soon.
+            budget = self.settings.connect_retry_budget
+            if not exc.retriable or (budget is not None and time.monotonic() - progress.started >= budget):
+                raise
+            failure = KafkaError.of(ErrorCode.network_exception, str(exc))
         except KafkaConnectionError as exc:
             failure = KafkaError.of(ErrorCode.network_exception, str(exc))
         if failure is not None:
