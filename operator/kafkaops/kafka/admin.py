@@ -113,6 +113,7 @@ class _Progress(Generic[K, R]):
     uncertain: set[K]
     throttle: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    unreachable: ClusterUnreachable | None = None  # the last round found no broker at all
 
 
 class AdminClient:
@@ -242,6 +243,7 @@ class AdminClient:
     async def _round(self, call: _Call[K, V, R], pending: dict[K, V], progress: _Progress[K, R]) -> dict[K, V]:
         """Send ``pending`` once; record results; return the items to retry."""
         failure: KafkaError | None = None
+        progress.unreachable = None
         try:
             connection = await self._connection(call.route)
             connection.version_for(call.api)  # UnsupportedFeature propagates: retrying cannot help
@@ -257,6 +259,7 @@ class AdminClient:
             budget = self.settings.connect_retry_budget
             if not exc.retriable or (budget is not None and time.monotonic() - progress.started >= budget):
                 raise
+            progress.unreachable = exc
             failure = KafkaError.of(ErrorCode.network_exception, str(exc))
         except KafkaConnectionError as exc:
             failure = KafkaError.of(ErrorCode.network_exception, str(exc))
@@ -329,10 +332,12 @@ class AdminClient:
     async def _single(self, api: Api, route: Route | int, encode: Callable[[], dict[str, Any]], decode: Callable[[Any], ItemResult[Any]]) -> Any:
         """A call whose response is one value; retried like items; errors raised."""
         call: _Call[str, None, Any] = _Call(api, route, lambda _p: encode(), lambda r, _p: {m.WHOLE: decode(r)})
-        results, _ = await self._execute(call, [(m.WHOLE, None)])
-        result = results[m.WHOLE]
+        progress = await self._execute_chunk(call, {m.WHOLE: None})
+        result = progress.results[m.WHOLE]
         if result.error is None:
             return result.value
+        if result.error.code == ErrorCode.network_exception and progress.unreachable is not None:
+            raise progress.unreachable  # retries ran out with no broker reachable: say why for each address
         if result.error.code == ErrorCode.network_exception:
             raise KafkaConnectionError(f"{api.title} failed after retries: {result.error.message}")
         if result.error.code == ErrorCode.request_timed_out:
