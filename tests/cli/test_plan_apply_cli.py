@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 
 from kafkaops.cli import plan_apply
 from kafkaops.cli.main import cli
+from kafkaops.cli.progress import PROGRESS_THRESHOLD
 from kafkaops.kafka import AdminClient, ConfigResource, ConfigSource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import ServerProcess, free_port, start_noida
@@ -338,7 +339,7 @@ def test_json_output_has_the_documented_keys(noida: ServerProcess, unique: str, 
 
 
 def test_progress_lines_when_not_on_a_terminal(noida: ServerProcess, unique: str, tmp_path: Path) -> None:
-    path = write(tmp_path / "many.yaml", *(topic(f"{unique}.p{i:02}") for i in range(plan_apply.PROGRESS_THRESHOLD + 5)))
+    path = write(tmp_path / "many.yaml", *(topic(f"{unique}.p{i:02}") for i in range(PROGRESS_THRESHOLD + 5)))
     result = apply(path, noida.bootstrap, "--yes")
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("progress:")]

@@ -37,3 +37,16 @@ def regex_option(_ctx: click.Context, _param: click.Parameter, value: str | None
         return re.compile(value)
     except re.error as exc:
         raise click.BadParameter(f"{value!r} is not a valid regular expression: {exc}") from None
+
+
+def allow_empty_option() -> Any:
+    return click.option("--allow-empty", is_flag=True,
+                        help="Accept PATHs that hold no kafkaops manifest (on purpose, e.g. to --prune everything).")
+
+
+def no_manifests_message(paths: tuple[str, ...], documents: int, errors: int) -> str | None:
+    """The error for PATHs holding no kafkaops manifest at all (a typo'd directory, the wrong checkout)."""
+    if documents or errors:
+        return None
+    return (f"no kafkaops manifests under {', '.join(paths)} (kafkaops.io/v1alpha1 documents in *.yaml/*.yml); "
+            "--allow-empty accepts that on purpose")

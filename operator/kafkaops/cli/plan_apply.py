@@ -19,49 +19,33 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
 
 import click
 
+from kafkaops.cli.options import allow_empty_option, connection_options, connection_overrides, no_manifests_message
+from kafkaops.cli.progress import ProgressDisplay
 from kafkaops.cli.render import (
-    ClusterResult,
     RunResult,
     cluster_failure_text,
     invalid_count,
     plan_text,
     report_text,
-    resource_identity,
     run_json,
     unroutable_text,
     validation_text,
 )
-from kafkaops.cli.options import connection_options, connection_overrides
+from kafkaops.cli.sessions import Session, ReportingStore, apply_session, close_sessions, make_store, plan_sessions
 from kafkaops.cli.targets import Target, TargetError, Unroutable, resolve_targets
-from kafkaops.kafka import AdminClient, Batcher
-from kafkaops.kafka.errors import AuthenticationFailed, ClusterUnreachable, KafkaOpsError
-from kafkaops.reconcile.actions import Action, Plan, Problem, ResourcePlan
-from kafkaops.reconcile.apply import problem_from_exception
-from kafkaops.reconcile.engine import Engine, Planned, RunOptions
-from kafkaops.reconcile.outcome import Outcome, Report, State
-from kafkaops.reconcile.ownership import (
-    FileOwnershipStore,
-    NoOwnershipStore,
-    Ownership,
-    OwnershipFileError,
-    OwnershipStore,
-)
-from kafkaops.resources.models import Resource
+from kafkaops.reconcile.engine import RunOptions
+from kafkaops.reconcile.ownership import OwnershipStore
 from kafkaops.resources.validation import ValidatedSet, load_and_validate
 
 DEFAULT_STATE_FILE = ".kafkaops/state.json"
-# More resources with steps than this get a progress display while they are applied.
-PROGRESS_THRESHOLD = 20
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
-CLUSTER_UNREACHABLE, AUTHENTICATION_FAILED = "ClusterUnreachable", "AuthenticationFailed"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -183,6 +167,7 @@ def common_options(command: F) -> F:
                      help="Delete topics absent from the manifests (plan: show which would be deleted); "
                           "only where the KafkaCluster's topicDeletion.policy is Delete, and at most "
                           "its maxDeletionsPerReconcile."),
+        allow_empty_option(),
         *connection_options(),
         click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",
                      show_default=True, help="Output format (json: one document on stdout, schema in "
@@ -210,224 +195,7 @@ class Request:
     options: RunOptions
     yes: bool = False
     overrides: Mapping[str, object] = field(default_factory=dict)
-
-
-class ReportingStore:
-    """The state file, with save failures kept instead of raised.
-
-    The engine records ownership after Kafka has already changed: an unwritable state file
-    must not turn a successful apply into a traceback that hides what happened.
-    """
-
-    def __init__(self, inner: OwnershipStore) -> None:
-        self.inner = inner
-        self.errors: list[str] = []
-
-    def load(self, cluster_id: str) -> Ownership:
-        return self.inner.load(cluster_id)
-
-    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
-        try:
-            self.inner.update(cluster_id, changes)
-        except (OSError, OwnershipFileError) as exc:
-            self.errors.append(f"the state file was not updated ({exc}); config keys set by this apply will not "
-                               "be reset if later removed from the manifests")
-
-
-@dataclass
-class Session:
-    """One cluster during a run: its connection, engine and plan, or why it has none."""
-
-    target: Target
-    store: ReportingStore
-    admin: AdminClient | None = None
-    engine: Engine | None = None
-    planned: Planned | None = None
-    error: Problem | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(f"{host}:{port}" for host, port in self.target.settings.bootstrap)
-
-    @property
-    def requests(self) -> dict[str, int]:
-        return dict(self.admin.requests_by_api) if self.admin is not None else {}
-
-    @property
-    def plan(self) -> Plan:
-        if self.planned is not None:
-            return self.planned.plan
-        assert self.error is not None
-        return failed_plan(self.target, self.error)
-
-    def result(self, report: Report | None = None, error: Problem | None = None) -> ClusterResult:
-        return ClusterResult(self.target.name, self.bootstrap, self.plan, report, error or self.error,
-                             tuple(self.store.errors), self.requests, planned=self.planned is not None)
-
-
-def failed_plan(target: Target, problem: Problem) -> Plan:
-    """A plan for a cluster that could not be planned: every resource carries the cluster's problem."""
-    desired = target.desired
-    declared: list[Resource] = [*desired.topics, *desired.acls, *desired.broker_configs]
-    resources = tuple(
-        ResourcePlan(source, kind, name, Action.NONE, problem=problem)
-        for source, kind, name in map(resource_identity, declared)
-    )
-    return Plan(target.name, resources)
-
-
-def failed_report(plan: Plan, problem: Problem | None = None) -> Report:
-    """Outcomes for a cluster that failed as a whole: each resource failed with its problem."""
-    outcomes = tuple(
-        Outcome(r.source, r.kind, r.name, State.FAILED, r.action, r.changes, problem or r.problem)
-        for r in plan.resources
-    )
-    return Report(plan.cluster, plan, outcomes)
-
-
-def make_store(state_file: str | None) -> OwnershipStore:
-    """The state store; a state file that exists but cannot be read stops the run before any connection."""
-    if state_file is None:
-        return NoOwnershipStore()
-    store = FileOwnershipStore(state_file)
-    store.load("")  # reads and checks the whole file: OwnershipFileError now rather than mid-run
-    return store
-
-
-async def open_session(session: Session, options: RunOptions) -> None:
-    """Connect to one cluster and plan it; a cluster that cannot be reached gets `session.error`."""
-    target = session.target
-    session.admin = AdminClient(target.settings)
-    try:
-        await session.admin.start()
-        session.engine = Engine(Batcher(session.admin), ownership=session.store, cluster=target.name,
-                                on_reassignment=ReassignmentDisplay(target.name))
-        session.planned = await session.engine.plan(target.desired, options)
-    except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
-        session.error = _cluster_problem(exc, f"cannot plan cluster {target.name!r} at {session.bootstrap}")
-
-
-def _cluster_problem(exc: BaseException, what: str) -> Problem:
-    if isinstance(exc, ClusterUnreachable):  # its cause names each address and why, in a few words
-        return Problem(CLUSTER_UNREACHABLE, exc.cause, retriable=exc.retriable)
-    if isinstance(exc, AuthenticationFailed):  # names the mechanism and the user, never the secret
-        return Problem(AUTHENTICATION_FAILED, str(exc))
-    if isinstance(exc, KafkaOpsError):
-        return problem_from_exception(exc, what)
-    return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
-
-
-async def close_sessions(sessions: list[Session]) -> None:
-    await asyncio.gather(*(s.admin.close() for s in sessions if s.admin is not None), return_exceptions=True)
-
-
-async def apply_session(session: Session, options: RunOptions, progress: Callable[[ResourcePlan], None] | None
-                        ) -> ClusterResult:
-    if session.engine is None or session.planned is None:
-        return session.result(failed_report(session.plan))
-    try:
-        report = await session.engine.apply(session.planned, options, progress)
-    except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
-        problem = _cluster_problem(exc, f"apply to cluster {session.target.name!r} stopped; some changes may "
-                                        "have been made")
-        return session.result(failed_report(session.plan, problem), problem)
-    return session.result(report)
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-
-class ProgressDisplay:
-    """Counts resources as the engine finishes sending their steps.
-
-    A rich bar on a terminal; elsewhere (CI logs) one line per 10% so long runs show life
-    without flooding the log. Nothing at all for small runs.
-    """
-
-    def __init__(self, total: int, with_steps: int) -> None:
-        self.total = total
-        self.done = 0
-        self._reported = 0
-        self._bar: Any = None
-        self._task: Any = None
-        self.enabled = with_steps > PROGRESS_THRESHOLD
-        self._tty = sys.stderr.isatty()
-
-    def __enter__(self) -> ProgressDisplay:
-        if self.enabled and self._tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("applying", total=self.total)
-        return self
-
-    def __call__(self, _resource: ResourcePlan) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.advance(self._task)
-            if self.done == self.total:
-                self._bar.update(self._task, description="waiting for Kafka to complete the changes")
-            return
-        tenth = self.done * 10 // max(self.total, 1)
-        if tenth > self._reported:
-            self._reported = tenth
-            click.echo(f"progress: {self.done}/{self.total} resources sent ({tenth * 10}%)", err=True)
-            if self.done == self.total:
-                click.echo("progress: waiting for Kafka to complete the changes", err=True)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-class ReassignmentDisplay:
-    """Partition moves (replication-factor or assignment changes) can take hours: a rich bar on a
-    terminal, else a line like "moving: 12/48 partitions (31%)" each time another 10% is done (and
-    at most every 30 s otherwise), so CI logs show progress without flooding."""
-
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
-        self._tty = sys.stderr.isatty()
-        self._bar: Any = None
-        self._task: Any = None
-        self._reported = -1
-        self._last = 0.0
-
-    def __call__(self, progress: Any) -> None:
-        if self._tty:
-            self._draw(progress)
-        else:
-            self._line(progress)
-        if progress.finished and self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-    def _draw(self, progress: Any) -> None:
-        if self._bar is None and not progress.finished:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(f"{self.cluster}: moving partitions", total=100)
-        if self._bar is not None:
-            self._bar.update(self._task, completed=progress.percent,
-                             description=f"{self.cluster}: {progress.message or 'moving partitions'}")
-
-    def _line(self, progress: Any) -> None:
-        now = time.monotonic()
-        step = progress.percent // 10
-        if progress.finished or step > self._reported or now - self._last >= 30:
-            self._reported, self._last = step, now
-            summary = progress.message or (f"{progress.partitions_done}/{progress.partitions_total} partitions moved "
-                                           f"({progress.percent}%)")
-            click.echo(f"moving ({self.cluster}): {summary}", err=True)
+    allow_empty: bool = False
 
 
 # --- the two flows ---------------------------------------------------------------------------------
@@ -439,11 +207,6 @@ def routing_notes(validated: ValidatedSet, bootstrap: str | None) -> tuple[str, 
         return (f"--bootstrap-server: every resource goes to {bootstrap}; the {len(clusters)} KafkaClusters in "
                 "PATH are ignored, so the topicDeletion policy is Retain",)
     return ()
-
-
-async def plan_sessions(sessions: list[Session], options: RunOptions) -> None:
-    """Plan every cluster concurrently (the caller closes the sessions, whatever happens)."""
-    await asyncio.gather(*(open_session(s, options) for s in sessions))
 
 
 def emit(lines: list[str], err: bool = False) -> None:
@@ -579,6 +342,9 @@ def execute(request: Request) -> None:
     told, a bad --bootstrap-server or properties file, an unreadable state file) exit 1 with a
     message, after the validation issues."""
     validated = load_and_validate(request.paths)
+    if not request.allow_empty and (message := no_manifests_message(request.paths, validated.documents,
+                                                                    len(validated.errors))):
+        fail(request, validated, message)
     try:
         targets, unroutable = resolve_targets(validated.valid, request.bootstrap, request.command_config,
                                               request.config_dir, **request.overrides)
@@ -613,11 +379,14 @@ def json_text(result: RunResult, code: int) -> str:
     return json.dumps(run_json(result, code), indent=2)
 
 
-def _request(command: str, paths: tuple[str, ...], bootstrap: str | None, command_config: str | None,
-             config_dir: str | None, state_file: str | None, no_state: bool, output: str, options: RunOptions,
-             yes: bool = False, overrides: Mapping[str, object] | None = None) -> Request:
-    return Request(command, paths, bootstrap, command_config, config_dir, None if no_state else state_file,
-                   output, options, yes, dict(overrides or {}))
+def request_from(command: str, params: Mapping[str, Any], options: RunOptions,
+                 overrides: Mapping[str, object] | None = None) -> Request:
+    """A Request from a command's parsed options."""
+    return Request(command, tuple(params["paths"]), params["bootstrap"], params["command_config"],
+                   params["config_dir"], None if params["no_state"] else params["state_file"], params["output"],
+                   options, params.get("yes", False),
+                   {**connection_overrides(params["connect_timeout"], params["retry_budget"]), **(overrides or {})},
+                   params["allow_empty"])
 
 
 # --- the commands -----------------------------------------------------------------------------------------
@@ -625,11 +394,8 @@ def _request(command: str, paths: tuple[str, ...], bootstrap: str | None, comman
 
 @click.command("plan", help=PLAN_HELP)
 @common_options
-def plan(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-         state_file: str, no_state: bool, prune: bool, connect_timeout: float, retry_budget: float,
-         output: str) -> None:
-    execute(_request("plan", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
-                     RunOptions(prune=prune), overrides=connection_overrides(connect_timeout, retry_budget)))
+def plan(**params: Any) -> None:
+    execute(request_from("plan", params, RunOptions(prune=params["prune"])))
 
 
 @click.command("apply", help=APPLY_HELP)
@@ -641,12 +407,7 @@ def plan(paths: tuple[str, ...], bootstrap: str | None, command_config: str | No
               help="Do not wait for Kafka to show the changes complete (outcomes then mean 'accepted').")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
               help="How long to wait for changes to complete before reporting WaitTimeout [default: 120].")
-def apply(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-          state_file: str, no_state: bool, prune: bool, connect_timeout: float, retry_budget: float, output: str,
-          yes: bool, validate_only: bool, no_wait: bool, timeout: float | None) -> None:
-    overrides = connection_overrides(connect_timeout, retry_budget)
-    if timeout is not None:
-        overrides["wait_timeout"] = timeout
-    options = RunOptions(prune=prune, validate_only=validate_only, wait=not no_wait)
-    execute(_request("apply", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
-                     options, yes, overrides))
+def apply(**params: Any) -> None:
+    timeout = params["timeout"]
+    options = RunOptions(prune=params["prune"], validate_only=params["validate_only"], wait=not params["no_wait"])
+    execute(request_from("apply", params, options, {"wait_timeout": timeout} if timeout is not None else None))

@@ -58,6 +58,7 @@ import click
 from kafkaops.cli.targets import Unroutable
 from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem, ResourcePlan
 from kafkaops.reconcile.outcome import Outcome, Report, State
+from kafkaops.reconcile.plan import DELETION_CAP_EXCEEDED
 from kafkaops.resources.documents import Source
 from kafkaops.resources.issues import ValidationIssue
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
@@ -151,9 +152,10 @@ def validation_text(validated: ValidatedSet) -> list[str]:
     """Errors (with a header saying nothing was sent for them), warnings, and skipped documents."""
     lines: list[str] = []
     if validated.errors:
-        count = invalid_count(validated)
-        lines.append(click.style(f"Invalid manifests ({count}): skipped, nothing is sent to Kafka for them",
-                                 fg="red", bold=True))
+        count, errors = invalid_count(validated), len(validated.errors)
+        # documents and error lines both counted, so that the header agrees with the lines below it
+        lines.append(click.style(f"Invalid manifests: {count} document{_s(count)} with {errors} error{_s(errors)} "
+                                 "(listed below), skipped: nothing is sent to Kafka for them", fg="red", bold=True))
         lines.extend("  " + issue_line(issue) for issue in validated.errors)
     lines.extend("  " + issue_line(issue) for issue in validated.warnings)
     lines.extend(click.style(f"note: {note}", dim=True) for note in validated.notes)
@@ -245,12 +247,29 @@ def plan_text(cluster: ClusterResult) -> list[str]:
     if cluster.error is not None and not cluster.planned:
         return [cluster_error_line(cluster, "not checked")]
     lines = [click.style(f"Cluster {_cluster_title(cluster)}", bold=True)]
+    capped = [r for r in cluster.plan.resources if _capped(r.problem)]
     for resource in cluster.plan.resources:
-        if resource.pending:  # a failed cluster's problem is said once, in the summary
+        if resource.pending and not _capped(resource.problem):  # a failed cluster's problem: in the summary
             lines.extend(resource_text(resource, with_problem=cluster.error is None))
+    lines.extend(capped_text([r.name for r in capped], capped[0].problem) if capped else [])
     lines.extend(_notes(cluster.plan.notes + cluster.notes))
     lines.append(plan_summary(cluster))
     return lines
+
+
+CAPPED_NAMES_SHOWN = 20
+
+
+def _capped(problem: Problem | None) -> bool:
+    return problem is not None and problem.reason == DELETION_CAP_EXCEEDED
+
+
+def capped_text(names: list[str], problem: Problem | None) -> list[str]:
+    """Topics --prune would delete over the cap: ONE line (count, cap, the first names), not one per topic."""
+    assert problem is not None
+    return [click.style(f"  ! {problem.reason}: {problem.message}; first {min(len(names), CAPPED_NAMES_SHOWN)}: "
+                        f"{names_text(names, CAPPED_NAMES_SHOWN)} (-o json lists all {len(names)})",
+                        fg="red", bold=True)]
 
 
 def _cluster_title(cluster: ClusterResult) -> str:
@@ -315,9 +334,13 @@ def report_text(cluster: ClusterResult, validate_only: bool) -> list[str]:
         return []
     title = "Validated against" if validate_only else "Applied to"
     lines = [click.style(f"{title} {_cluster_title(cluster)}", bold=True)]
+    capped = [o for o in report.outcomes if _capped(o.problem)]
     for outcome in report.outcomes:
+        if _capped(outcome.problem):
+            continue
         if outcome.state is not State.UNCHANGED or outcome.problem is not None or outcome.notes:
             lines.extend(outcome_text(outcome))
+    lines.extend(capped_text([o.name for o in capped], capped[0].problem) if capped else [])
     lines.extend(_notes(cluster.notes))
     states = Counter(o.state for o in report.outcomes)
     parts = [f"{states[State.VALIDATED]} validated" if validate_only else f"{states[State.APPLIED]} applied",

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+from collections.abc import Mapping
+from pathlib import Path
 
 import click
+
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVICE_ACCOUNT_TOKEN) -> str | None:
+    """Why the operator could not reach Kubernetes at all (no in-cluster service account, no kubeconfig
+    file), checked before kopf starts: kopf would otherwise retry forever with tracebacks."""
+    if env.get("KUBERNETES_SERVICE_HOST") and token.is_file():
+        return None
+    configured = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    candidates = [Path(p).expanduser() for p in configured] or [home / ".kube" / "config"]
+    if any(path.is_file() for path in candidates):
+        return None
+    tried = ", ".join(str(p) for p in candidates)
+    return f"no Kubernetes configuration: set KUBECONFIG or run in a cluster (no file at {tried})"
 
 
 @click.command("run")
@@ -36,6 +54,9 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     highly available: one reconciles, the other waits. Status follows kstatus
     (Ready/Reconciling/Stalled), so `kubectl wait --for=condition=Ready kafkatopic/NAME` works.
     """
+    if problem := kube_config_problem(os.environ, Path.home()):
+        click.echo(f"Error: {problem}", err=True)
+        raise SystemExit(1)
     import kopf
 
     import kafkaops.k8s.handlers  # noqa: F401  (registers the handlers)
