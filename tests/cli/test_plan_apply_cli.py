@@ -252,7 +252,7 @@ def test_invalid_manifest_does_not_stop_the_valid_ones(noida: ServerProcess, uni
 
     planned = plan(repo, noida.bootstrap)
     assert planned.exit_code == 1, planned.output
-    assert f"{bad}[1] KafkaTopic/{unique}.bad: spec.config.retention.msec:" in planned.stdout
+    assert f"{bad}:21:5: [1] KafkaTopic/{unique}.bad: spec.config.retention.msec:" in planned.stdout
     assert "(UnknownConfigKey)" in planned.stdout
     assert f"note: {bad}[2]: skipped" in planned.stdout
     assert f"+ KafkaTopic {unique}.good  (create; {good}[0])" in planned.stdout

@@ -138,9 +138,28 @@ def resource_identity(resource: Resource) -> tuple[Source, str, str]:
 
 
 def issue_line(issue: ValidationIssue) -> str:
-    """`file[index] kind/name: path: reason (Rule)`, red for errors, yellow for warnings
-    (the same line `kafkaops validate` prints)."""
-    return click.style(str(issue), fg="red" if issue.is_error else "yellow")
+    """`file:line:column: [index] kind/name: path: reason (Rule)` (editors and CI jump to the field), red
+    for errors, yellow for warnings (the same line `kafkaops validate` prints)."""
+    return click.style(issue.text(), fg="red" if issue.is_error else "yellow")
+
+
+def _escape(text: str, property_value: bool = False) -> str:
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if property_value else out
+
+
+def github_annotation(issue: ValidationIssue) -> str:
+    """A GitHub Actions workflow command: `::error file=F,line=L,col=C,title=Rule::message`."""
+    level = "error" if issue.is_error else "warning"
+    props = [f"file={_escape(issue.file, True)}"] if issue.file else []
+    if issue.line is not None:
+        props.append(f"line={issue.line}")
+    if issue.column is not None:
+        props.append(f"col={issue.column}")
+    props.append(f"title={_escape(issue.rule, True)}")
+    what = f"{issue.kind or '?'}/{issue.name or '<unnamed>'}: " if issue.kind or issue.name else ""
+    middle = f"{issue.path}: " if issue.path else ""
+    return f"::{level} {','.join(props)}::{_escape(what + middle + issue.reason)}"
 
 
 def invalid_count(validated: ValidatedSet) -> int:

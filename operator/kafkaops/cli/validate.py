@@ -7,7 +7,7 @@ import json
 import click
 
 from kafkaops.cli.options import allow_empty_option, no_manifests_message
-from kafkaops.cli.render import issue_line
+from kafkaops.cli.render import github_annotation, issue_line
 from kafkaops.resources.issues import ValidationIssue
 from kafkaops.resources.validation import ValidatedSet, load_and_validate
 
@@ -16,8 +16,8 @@ from kafkaops.resources.validation import ValidatedSet, load_and_validate
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("-f", "--filename", "filenames", multiple=True, type=click.Path(exists=True), metavar="PATH",
               help="A manifest file or a directory of them (repeatable; same as a positional PATH).")
-@click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format.")
+@click.option("--output", "-o", "output", type=click.Choice(["text", "json", "github"]), default="text",
+              show_default=True, help="Output format (github: workflow annotations for GitHub Actions).")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
 @click.option("--verbose", "-v", is_flag=True, help="Also list the documents that were skipped.")
 @allow_empty_option()
@@ -40,6 +40,12 @@ def validate(paths: tuple[str, ...], filenames: tuple[str, ...], output: str, st
         raise SystemExit(1)
     if output == "json":
         click.echo(json.dumps(_as_json(result, failed, empty), indent=2))
+    elif output == "github":
+        for issue in (*result.errors, *result.warnings):
+            click.echo(github_annotation(issue))
+        if empty is not None:
+            click.echo(f"::error title=NoManifests::{empty}")
+        _print_summary(result)
     else:
         _print_text(result, verbose)
     raise SystemExit(1 if failed else 0)
@@ -66,6 +72,10 @@ def _print_text(result: ValidatedSet, verbose: bool) -> None:
     if verbose:
         for note in result.notes:
             click.echo(click.style(f"note: {note}", dim=True))
+    _print_summary(result)
+
+
+def _print_summary(result: ValidatedSet) -> None:
     errors, warnings = len(result.errors), len(result.warnings)
     summary = (f"{result.documents} resource{'s' if result.documents != 1 else ''} in {len(result.files)} "
                f"file{'s' if len(result.files) != 1 else ''}: {len(result.valid)} valid, {len(result.invalid)} invalid; "
