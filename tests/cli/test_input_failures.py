@@ -133,8 +133,8 @@ def test_invalid_manifest_counts_agree_with_the_lines_listed(tmp_path: Path) -> 
     ran = run_kafkaops("plan", "-f", str(path), "--retry-budget", "0", tmp=tmp_path)
     assert ran.code == 1, ran
     header = next(line for line in ran.lines if line.startswith("Invalid manifests"))
-    listed = [line for line in ran.lines if line.startswith(f"  {path}[")]
-    documents = {line.split()[0] for line in listed}
+    listed = [line for line in ran.lines if line.startswith(f"  {path}:")]  # path:line:column: [index] ...
+    documents = {line.split()[1] for line in listed}
     assert header.startswith(f"Invalid manifests: {len(documents)} documents with {len(listed)} errors"), ran
     assert (len(documents), len(listed)) == (2, 3), ran
     footer = ran.lines[-1]
