@@ -25,6 +25,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, summary_line
 from kafkaops.cli.options import allow_empty_option, connection_options, connection_overrides, no_manifests_message
 from kafkaops.cli.progress import ProgressDisplay
 from kafkaops.cli.render import (
@@ -37,7 +38,15 @@ from kafkaops.cli.render import (
     unroutable_text,
     validation_text,
 )
-from kafkaops.cli.sessions import Session, ReportingStore, apply_session, close_sessions, make_store, plan_sessions
+from kafkaops.cli.sessions import (
+    ReportingStore,
+    Session,
+    apply_session,
+    close_sessions,
+    make_store,
+    plan_sessions,
+    unanswered,
+)
 from kafkaops.cli.targets import Target, TargetError, Unroutable, resolve_targets
 from kafkaops.reconcile.engine import RunOptions
 from kafkaops.reconcile.ownership import OwnershipStore
@@ -284,9 +293,11 @@ async def run_apply(request: Request, store: OwnershipStore, validated: Validate
             show_plan(planned)
         if (refused := not_confirmed(planned, request)) is not None:
             return replace(planned, notes=planned.notes + (refused,))
-        with progress_for(sessions) as progress:
-            clusters = await asyncio.gather(*(apply_session(s, request.options, progress) for s in sessions))
-        return replace(planned, clusters=tuple(clusters), applied=True)
+        interrupt = Interrupt()
+        with progress_for(sessions) as progress, interrupt.installed():
+            work = asyncio.gather(*(apply_session(s, request.options, progress, interrupt.stop) for s in sessions))
+            clusters = await interrupt.bounded(work, lambda: unanswered(sessions, interrupt.grace))
+        return replace(planned, clusters=tuple(clusters), applied=True, interrupted=interrupt.code)
     finally:
         await close_sessions(sessions)
 
@@ -329,7 +340,16 @@ def footer(result: RunResult) -> list[str]:
     return [click.style("Errors: " + "; ".join(parts) + " (details above)", fg="red", bold=True)]
 
 
+def interrupted_text(result: RunResult, state_file: str | None) -> str:
+    assert result.interrupted is not None
+    outcomes = [(c.name, o.state, o.problem.reason if o.problem else None, o.problem.message if o.problem else "")
+                for c in result.clusters if c.report is not None for o in c.report.outcomes]
+    return click.style(summary_line(result.interrupted, outcomes, state_file), fg="yellow", bold=True)
+
+
 def exit_code(result: RunResult) -> int:
+    if result.interrupted is not None:
+        return result.interrupted
     if result.has_errors:
         return EXIT_ERROR
     if result.command == "plan":
@@ -352,7 +372,11 @@ def execute(request: Request) -> None:
     except (TargetError, ValueError) as exc:  # ValueError: bad bootstrap, properties (SecurityConfigError), state
         fail(request, validated, str(exc))
     flow = run_plan if request.command == "plan" else run_apply
-    result = asyncio.run(flow(request, store, validated, targets, unroutable))
+    try:
+        result = asyncio.run(flow(request, store, validated, targets, unroutable))
+    except KeyboardInterrupt:  # before the apply started (it handles its own): nothing was changed
+        click.echo(f"kafkaops {request.command}: interrupted (Ctrl-C) before anything was changed", err=True)
+        raise SystemExit(EXIT_SIGINT) from None
     code = exit_code(result)
     if request.output == "json":
         click.echo(json_text(result, code))
@@ -361,7 +385,7 @@ def execute(request: Request) -> None:
             show_plan(result)  # apply showed it before asking
         else:
             show_outcomes(result)
-        emit(footer(result))
+        emit(footer(result) if result.interrupted is None else [interrupted_text(result, request.state_file)])
     raise SystemExit(code)
 
 

@@ -103,6 +103,7 @@ class RunResult:
     notes: tuple[str, ...] = ()
     validate_only: bool = False
     applied: bool = False
+    interrupted: int | None = None  # apply stopped by a signal: the exit status (130 SIGINT, 143 SIGTERM)
 
     @property
     def has_changes(self) -> bool:
@@ -449,6 +450,7 @@ def run_json(result: RunResult, exit_code: int) -> dict[str, Any]:
     if result.command == "apply":
         data["validateOnly"] = result.validate_only
         data["applied"] = result.applied
+        data["interrupted"] = result.interrupted is not None
     data["clusters"] = [cluster_json(c) for c in result.clusters]
     data["unroutable"] = [
         {"kind": kind, "name": name, "source": _source_json(source), "reason": item.reason, "message": item.message,

@@ -16,7 +16,7 @@ from kafkaops.cli.targets import Target
 from kafkaops.kafka import AdminClient, Batcher
 from kafkaops.kafka.errors import AuthenticationFailed, ClusterUnreachable, KafkaOpsError
 from kafkaops.reconcile.actions import Action, Plan, Problem, ResourcePlan
-from kafkaops.reconcile.apply import problem_from_exception
+from kafkaops.reconcile.apply import INTERRUPTED, problem_from_exception
 from kafkaops.reconcile.engine import Engine, Planned, RunOptions
 from kafkaops.reconcile.outcome import Outcome, Report, State
 from kafkaops.reconcile.ownership import (
@@ -140,18 +140,24 @@ async def close_sessions(sessions: list[Session]) -> None:
     await asyncio.gather(*(s.admin.close() for s in sessions if s.admin is not None), return_exceptions=True)
 
 
-async def apply_session(session: Session, options: RunOptions, progress: Callable[[ResourcePlan], None] | None
-                        ) -> ClusterResult:
+async def apply_session(session: Session, options: RunOptions, progress: Callable[[ResourcePlan], None] | None,
+                        stop: asyncio.Event | None = None) -> ClusterResult:
     if session.engine is None or session.planned is None:
         return session.result(failed_report(session.plan))
     try:
-        report = await session.engine.apply(session.planned, options, progress)
+        report = await session.engine.apply(session.planned, options, progress, stop)
     except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
         problem = _cluster_problem(exc, f"apply to cluster {session.target.name!r} stopped; some changes may "
                                         "have been made")
         return session.result(failed_report(session.plan, problem), problem)
     return session.result(report)
 
+
+def unanswered(sessions: list[Session], grace: float) -> list[ClusterResult]:
+    """Results for an interrupted apply whose requests did not answer within `grace` seconds."""
+    problem = Problem(INTERRUPTED, f"no answer within {grace:g}s after the interrupt: some changes may have been "
+                                   "made (`kafkaops plan` shows what is left)", True)
+    return [s.result(failed_report(s.plan, problem)) for s in sessions]
 
 
 async def plan_sessions(sessions: list[Session], options: RunOptions) -> None:
