@@ -97,10 +97,11 @@ def test_json_issues_carry_line_and_column(tmp_path: Path) -> None:
     assert (error["line"], error["column"]) == (9, 3)
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    assert run("validate")[0] == 2
-    assert run("validate", str(tmp_path / "missing"))[0] == 2
-    assert run("validate", "-o", "xml", str(tmp_path))[0] == 2
+def test_usage_errors_exit_1(tmp_path: Path) -> None:
+    # kafkaops maps click's usage errors (2) to 1: 2 only ever means "changes pending" (plan)
+    assert run("validate")[0] == 1
+    assert run("validate", str(tmp_path / "missing"))[0] == 1
+    assert run("validate", "-o", "xml", str(tmp_path))[0] == 1
 
 
 def test_crds_prints_every_crd() -> None:

@@ -26,7 +26,13 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, summary_line
-from kafkaops.cli.options import allow_empty_option, connection_options, connection_overrides, no_manifests_message
+from kafkaops.cli.options import (
+    allow_empty_option,
+    connection_options,
+    connection_overrides,
+    no_manifests_message,
+    seconds,
+)
 from kafkaops.cli.progress import ProgressDisplay
 from kafkaops.cli.render import (
     RunResult,
@@ -58,95 +64,23 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# --- help texts (shared by both commands) ----------------------------------------------------
+# --- help (short; the long explanations are in docs/cli.md) ----------------------------------------
 
-_PATHS_HELP = """\
-Each PATH (-f, repeatable) is a file or a directory searched recursively for *.yaml and
-*.yml. Files may hold several documents; documents that are not kafkaops.io resources are
-skipped with a note. An invalid manifest is reported with its file, document index, field
-path and reason, and nothing is sent to Kafka for it; the valid resources of the same run
-are still processed."""
-
-_CLUSTERS_HELP = """\
-\b
-Which cluster each resource goes to:
-  --bootstrap-server HOST:PORT
-      every resource in PATH goes to that cluster, whatever its clusterRef says
-      (a single KafkaCluster in PATH still supplies the topicDeletion policy).
-  without --bootstrap-server
-      each resource goes to the KafkaCluster its clusterRef names, which must be
-      among the manifests in PATH (so `-f clusters/` covers a whole repository).
-      Credentials: --command-config FILE for every cluster; else the file
-      <config dir>/<cluster name>.properties when it exists (config dir:
-      --config-dir, $KAFKAOPS_CONFIG_DIR, or ~/.config/kafkaops); else the
-      KafkaCluster's own TLS settings (system CAs) and no SASL.
-  --command-config is a Kafka client.properties file (security.protocol, sasl.*,
-  ssl.*). Passwords never appear in the output."""
-
-_STATE_HELP = """\
-\b
-State file: kafkaops records there which config keys it set on each topic and
-broker, so that a key removed from a manifest is reset to Kafka's default only
-when kafkaops set it (keys set by others are never touched). Default:
-$KAFKAOPS_STATE, else .kafkaops/state.json in the current directory (keep it,
-e.g. in CI cache or next to the manifests; it holds no secret values, only
-salted fingerprints of sensitive ones). `plan` only reads it; `apply` updates it.
---no-state remembers nothing: removed keys are then never reset."""
-
-PLAN_HELP = f"""Show what `kafkaops apply` would change, without changing anything.
-
-Validates the manifests, reads the cluster(s), and prints a diff per resource:
-`+` create, `~` update (each changed field as old -> new), `-` delete, and `!`
-for a resource whose change is refused (a partition decrease, say) with the
-reason. Coloured on a terminal.
-
-{_PATHS_HELP}
-
-{_CLUSTERS_HELP}
-
-{_STATE_HELP}
+PLAN_HELP = """Show what `kafkaops apply` would change. Exit 0 none, 2 pending, 1 error.
 
 \b
-Exit status:
-  0  nothing to do
-  2  changes are pending
-  1  an error: an invalid manifest, a cluster that cannot be reached or
-     planned, a resource with no cluster, or a change the plan refuses
-     (the plan of everything valid is still shown)
+Examples:
+  kafkaops plan -f clusters/                # each resource to the cluster its clusterRef names
+  kafkaops plan -f topics/ --bootstrap-server kafka:9092 --command-config admin.properties
+  kafkaops plan -f clusters/prod --prune -o json > plan.json
 """
 
-APPLY_HELP = f"""Apply the manifests: show the plan, ask, apply, wait, report each resource.
-
-Shows the same plan as `kafkaops plan`, asks for confirmation (unless --yes),
-applies every change in batched requests, waits until Kafka shows each change
-complete (unless --no-wait), and prints each resource's outcome. A failure
-stops only the resource it concerns: the others are still applied. A progress
-bar is shown on a terminal when many resources change.
-
-Without --yes, apply needs a terminal to ask on: when stdin is not a terminal
-(CI), it prints the plan and exits 1 without changing anything.
-
-Deletion safety: a topic absent from the manifests is never deleted unless
---prune is given AND the KafkaCluster's topicDeletion.policy is Delete; if more
-topics would be deleted than its topicDeletion.maxDeletionsPerReconcile, none
-is, and the output says why. Kafka's internal topics are never pruned.
-
---validate-only sends every create and config change with Kafka's
-validate-only flag: the brokers check them and nothing is changed (ACL and
-topic deletions have no such mode and are skipped, with a note).
-
-{_PATHS_HELP}
-
-{_CLUSTERS_HELP}
-
-{_STATE_HELP}
+APPLY_HELP = """Show the plan, ask, apply, wait, report. Exit 0 ok, 1 error, 130 Ctrl-C.
 
 \b
-Exit status:
-  0  every resource succeeded (or there was nothing to do)
-  1  any resource failed, any manifest was invalid, a cluster could not be
-     reached, or the apply was not confirmed (the valid resources of other
-     clusters and files are still applied)
+Examples:
+  kafkaops apply -f clusters/prod           # asks before changing anything
+  kafkaops apply -f topics/ --bootstrap-server kafka:9092 --yes --prune
 """
 
 
@@ -156,31 +90,23 @@ Exit status:
 def common_options(command: F) -> F:
     """Options plan and apply share (applied bottom-up, so they list in this order)."""
     options = [
-        click.option("-f", "--filename", "paths", multiple=True, required=True,
-                     type=click.Path(exists=True), metavar="PATH",
-                     help="A manifest file or a directory of them (repeatable)."),
-        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,HOST:PORT]",
-                     help="Send every resource to this cluster, whatever its clusterRef says."),
+        click.option("-f", "--filename", "paths", multiple=True, type=click.Path(exists=True), metavar="PATH",
+                     help="Manifest file or directory (repeatable)."),
+        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT",
+                     help="One cluster for all (not clusterRef)."),
         click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-                     help="Kafka client.properties (TLS, SASL) used for every cluster."),
+                     help="Kafka client.properties (TLS, SASL)."),
         click.option("--config-dir", type=click.Path(file_okay=False), metavar="DIR",
-                     help="Where <cluster>.properties files are looked up "
-                          "[default: $KAFKAOPS_CONFIG_DIR or ~/.config/kafkaops]."),
-        click.option("--state", "state_file", envvar="KAFKAOPS_STATE", show_envvar=True,
-                     default=DEFAULT_STATE_FILE, show_default=True, type=click.Path(dir_okay=False),
-                     metavar="FILE", help="The ownership state file (see above)."),
-        click.option("--no-state", is_flag=True,
-                     help="Use no state file (overrides --state): config keys removed from manifests are "
-                          "never reset."),
-        click.option("--prune", is_flag=True,
-                     help="Delete topics absent from the manifests (plan: show which would be deleted); "
-                          "only where the KafkaCluster's topicDeletion.policy is Delete, and at most "
-                          "its maxDeletionsPerReconcile."),
+                     help="<cluster>.properties [~/.config/kafkaops]."),
+        click.option("--state", "state_file", envvar="KAFKAOPS_STATE",
+                     default=DEFAULT_STATE_FILE, type=click.Path(dir_okay=False),
+                     metavar="FILE", help=f"State file [{DEFAULT_STATE_FILE}]."),
+        click.option("--no-state", is_flag=True, help="No state file (removed keys stay)."),
+        click.option("--prune", is_flag=True, help="Delete undeclared topics (if policy)."),
         allow_empty_option(),
         *connection_options(),
         click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",
-                     show_default=True, help="Output format (json: one document on stdout, schema in "
-                                             "kafkaops/cli/render.py)."),
+                     help="text or json [text]."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -406,6 +332,8 @@ def json_text(result: RunResult, code: int) -> str:
 def request_from(command: str, params: Mapping[str, Any], options: RunOptions,
                  overrides: Mapping[str, object] | None = None) -> Request:
     """A Request from a command's parsed options."""
+    if not params["paths"]:
+        raise click.UsageError("Missing option '-f' / '--filename'.")
     return Request(command, tuple(params["paths"]), params["bootstrap"], params["command_config"],
                    params["config_dir"], None if params["no_state"] else params["state_file"], params["output"],
                    options, params.get("yes", False),
@@ -424,13 +352,11 @@ def plan(**params: Any) -> None:
 
 @click.command("apply", help=APPLY_HELP)
 @common_options
-@click.option("--yes", "-y", is_flag=True, help="Apply without asking for confirmation.")
-@click.option("--validate-only", is_flag=True,
-              help="Ask the brokers to validate every change without making it; nothing is changed.")
-@click.option("--no-wait", is_flag=True,
-              help="Do not wait for Kafka to show the changes complete (outcomes then mean 'accepted').")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="How long to wait for changes to complete before reporting WaitTimeout [default: 120].")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--validate-only", is_flag=True, help="Brokers validate; nothing is changed.")
+@click.option("--no-wait", is_flag=True, help="Do not wait for the changes to complete.")
+@click.option("--timeout", type=float, callback=seconds(positive=True), default=None, metavar="SEC",
+              help="Wait at most this long [120s].")
 def apply(**params: Any) -> None:
     timeout = params["timeout"]
     options = RunOptions(prune=params["prune"], validate_only=params["validate_only"], wait=not params["no_wait"])
