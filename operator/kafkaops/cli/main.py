@@ -61,10 +61,7 @@ def cli() -> None:
       kafkaops validate clusters/
       kafkaops plan -f clusters/prod            # exit 2: changes pending
       kafkaops apply -f clusters/prod
-      kafkaops export --bootstrap-server kafka:9092 --cluster prod --output-dir adopted/
-
-    Every command: kafkaops COMMAND --help. Options, exit statuses and the long explanations:
-    docs/cli.md.
+      kafkaops apply --help                     # every command; all of it: docs/cli.md
     """
 
 

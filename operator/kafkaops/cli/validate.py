@@ -15,19 +15,23 @@ from kafkaops.resources.validation import ValidatedSet, load_and_validate
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("-f", "--filename", "filenames", multiple=True, type=click.Path(exists=True), metavar="PATH",
-              help="A manifest file or a directory of them (repeatable; same as a positional PATH).")
+              help="Manifest file or directory (repeatable).")
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json", "github"]), default="text",
-              show_default=True, help="Output format (github: workflow annotations for GitHub Actions).")
-@click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
-@click.option("--verbose", "-v", is_flag=True, help="Also list the documents that were skipped.")
+              help="github: workflow annotations [text].")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+@click.option("--verbose", "-v", is_flag=True, help="Also list the skipped documents.")
 @allow_empty_option()
 def validate(paths: tuple[str, ...], filenames: tuple[str, ...], output: str, strict: bool, verbose: bool,
              allow_empty: bool) -> None:
-    """Validate kafkaops manifests in PATHs (files, or directories searched for *.yaml/*.yml).
+    """Check manifests against the schemas and Kafka's rules, without a cluster.
 
-    Checks each KafkaCluster, KafkaTopic, KafkaAcl and KafkaBrokerConfig against its
-    schema and Kafka's rules, and the set as a whole (duplicates, clusterRefs).
-    Documents of other API groups are skipped. Exit status 1 when there is an error.
+    \b
+    Examples:
+      kafkaops validate clusters/               # or -f clusters/; directories: *.yaml, *.yml
+      kafkaops validate -o github clusters/     # annotations in a GitHub Actions job
+
+    One line per issue: file:line:column: [document] kind/name: field: reason (Rule).
+    Exit status 1 on an error, or when PATHs hold no kafkaops manifest. docs/cli.md.
     """
     paths = (*paths, *filenames)
     if not paths:
