@@ -11,11 +11,12 @@ import asyncio
 import secrets
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kafkaops.testing.fake_cluster import FakeClusterDouble
+if TYPE_CHECKING:  # the test double is imported only when the command runs (the `dev` extra)
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 
 def at_least(low: float) -> Any:
@@ -84,6 +85,8 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
     Prints the bootstrap servers first (one line on stdout). Each cluster has its own
     cluster id, derived from --port (random with --port 0).
     """
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
+
     cluster = FakeClusterDouble(
         brokers,
         racks=_racks(racks),

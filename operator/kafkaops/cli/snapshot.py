@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kafkaops.cli.options import connection_option_list, connection_overrides, old_spelling, require
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings, KafkaOpsError
-from kafkaops.snapshot.format import cluster_name_problem
-from kafkaops.snapshot.take import Snapshot, take_snapshot
-from kafkaops.snapshot.write import write_snapshot
+
+if TYPE_CHECKING:  # kafkaops.snapshot imports pyarrow: only when the command runs (startup stays light)
+    from kafkaops.snapshot.take import Snapshot
 
 
 def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    from kafkaops.snapshot.format import cluster_name_problem
+
     if value is not None and (problem := cluster_name_problem(value)):
         raise click.BadParameter(problem)
     return value
@@ -61,6 +64,8 @@ def snapshot(bootstrap: str | None, command_config: str | None, cluster: str | N
         click.echo(f"error: cannot snapshot {bootstrap}: {exc}", err=True)
         raise SystemExit(1) from None
     try:
+        from kafkaops.snapshot.write import write_snapshot
+
         path = write_snapshot(taken, out)
     except OSError as exc:
         click.echo(f"error: cannot write the snapshot to {Path(out) / cluster}: {exc.strerror or exc}", err=True)
@@ -71,6 +76,8 @@ def snapshot(bootstrap: str | None, command_config: str | None, cluster: str | N
 async def read(settings: ClientSettings, cluster: str) -> Snapshot:
     """Connect with `settings` and take the snapshot. Raises KafkaOpsError or OSError when the
     cluster cannot be reached."""
+    from kafkaops.snapshot.take import take_snapshot
+
     bootstrap = ",".join(f"{h}:{p}" for h, p in settings.bootstrap)
     async with AdminClient.connect(bootstrap, settings=settings) as admin:
         return await take_snapshot(admin, Batcher(admin), cluster)
