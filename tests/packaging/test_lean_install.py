@@ -145,9 +145,9 @@ def test_lean_install_runs_real_commands(lean: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["fleet", "plan", "--desired", "d", "--observed", "o", "--out", "x"],
+    (["fleet", "plan", "--desired", "d", "--observed", "o", "--output-dir", "x"],
      "Error: kafkaops fleet needs the 'fleet' extra: pip install 'kafkaops[fleet]'"),
-    (["snapshot", "--bootstrap-server", "127.0.0.1:1", "--cluster", "prod", "--out", "x"],
+    (["snapshot", "--bootstrap-server", "127.0.0.1:1", "--cluster", "prod", "--output-dir", "x"],
      "Error: kafkaops snapshot needs the 'fleet' extra: pip install 'kafkaops[fleet]'"),
     (["dev-cluster", "--port", "0"],
      "Error: kafkaops dev-cluster needs the test doubles, which ship only in a source checkout: "

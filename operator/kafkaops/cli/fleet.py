@@ -8,38 +8,19 @@ from __future__ import annotations
 import click
 
 from kafkaops.cli.extras import require_extra
+from kafkaops.cli.options import old_spelling, require
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
-PLAN_HELP = """Plan the whole fleet: what an apply would change, drift, orphans, policy, access.
-
-Reads every kafkaops manifest under --desired (directories searched recursively for *.yaml and
-*.yml, parsed and validated inside Spark) and the snapshots `kafkaops snapshot` wrote under
---observed (one directory per cluster, format version 1), and writes under --out:
+PLAN_HELP = """Plan the whole fleet on Spark: changes, drift, orphans, policy, access.
 
 \b
-  plan/     per cluster and resource, what `kafkaops apply` would do (the engine's own planner)
-  drift/    declared values that differ in the cluster
-  orphans/  topics and ACL bindings present in a cluster and declared nowhere
-  policy/   violations of the --policy rules
-  access/   for every principal, the topics it can read and write, and the granting bindings
-  issues/   invalid manifests and skipped snapshots, each naming its file
-  report.html, summary.md
+Examples:
+  kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
+  kafkaops fleet plan --desired s3a://git/clusters --observed s3a://snaps --output-dir s3a://out
 
-Each resource goes to the cluster its spec.clusterRef names; a document without clusterRef under a
-clusters/<name>/ directory goes to <name>. A bad manifest or a snapshot of an unknown format is
-reported with its file and skipped; the rest of the fleet goes on.
-
-Runs in Spark local mode on every core by default; --master URL (or spark-submit) runs the same
-job on a cluster. Paths may be any Hadoop-compatible URI (hdfs://, s3a://, abfss://, gs://).
-
-\b
-Exit status:
-  0  nothing to change, no problem
-  2  changes are pending (the plan is not empty)
-  1  an input problem (invalid manifest, skipped snapshot), a policy error, a refused change,
-     or the run could not happen (the error says why)
+Parquet datasets, report.html, summary.md. Exit 0 none, 2 changes, 1 error. docs/fleet.md.
 """
 
 
@@ -55,32 +36,37 @@ def _conf(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.group()
 def fleet() -> None:
-    """Fleet-wide planning over many clusters, on Spark (see `kafkaops fleet plan --help`)."""
+    """Fleet-wide planning over many clusters, on Spark.
+
+    \b
+    Examples:
+      kafkaops snapshot --bootstrap-server kafka:9092 --cluster prod --output-dir snapshots/
+      kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
+    """
 
 
 @fleet.command("plan", help=PLAN_HELP)
-@click.option("--desired", "desired", multiple=True, required=True, metavar="PATH",
-              help="A directory (or file) of manifests; repeatable. Any Hadoop-compatible path.")
-@click.option("--observed", required=True, metavar="PATH",
-              help="The snapshots: PATH/<cluster>/header.json and its Parquet tables.")
-@click.option("--out", "out", required=True, metavar="DIR", help="Where the datasets and the report go (replaced).")
-@click.option("--master", default=None, metavar="URL",
-              help="Spark master (spark://..., yarn, k8s://..., local[N]) [default: spark-submit's, else local[*]].")
-@click.option("--policy", default=None, metavar="FILE", help="A policy file (YAML, see docs/fleet.md).")
-@click.option("--prune", is_flag=True,
-              help="Plan deleting undeclared topics where the KafkaCluster's topicDeletion.policy is Delete "
-                   "(as `kafkaops plan --prune`).")
-@click.option("--internal-topics", default=DEFAULT_PROTECTED_TOPICS, show_default=True, metavar="REGEX",
-              help="Topic names that are never orphans nor pruned (matched at the start of the name).")
-@click.option("--access-from", type=click.Choice(["observed", "desired"]), default="observed", show_default=True,
-              help="Compute access from the clusters' ACLs (observed) or from the manifests (desired).")
-@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting; repeatable.")
-@click.option("--driver-memory", default=None, metavar="SIZE",
-              help="Spark driver memory in local mode [default: 4g] (where everything runs in local mode).")
-@click.option("--spark-ui", is_flag=True, help="Keep Spark's web UI on (local mode turns it off).")
-def plan(desired: tuple[str, ...], observed: str, out: str, master: str | None, policy: str | None, prune: bool,
-         internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
+@click.option("--desired", "desired", multiple=True, metavar="PATH",
+              help="Manifests (repeatable; Hadoop paths too).")
+@click.option("--observed", metavar="PATH", help="Snapshots: PATH/<cluster>/header.json...")
+@click.option("--output-dir", "out", metavar="DIR", help="Datasets and report go here (replaced).")
+@old_spelling("--out", "--output-dir", "out")
+@click.option("--master", default=None, metavar="URL", help="Spark master [local[*]].")
+@click.option("--policy", default=None, metavar="FILE", help="Policy file (YAML, docs/fleet.md).")
+@click.option("--prune", is_flag=True, help="Plan deleting undeclared topics.")
+@click.option("--internal-topics", default=DEFAULT_PROTECTED_TOPICS, metavar="REGEX",
+              help="Never orphans nor pruned [__*, ...].")
+@click.option("--access-from", type=click.Choice(["observed", "desired"]), default="observed", metavar="FROM",
+              help="observed (ACLs) or desired [observed].")
+@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
+@click.option("--driver-memory", default=None, metavar="SIZE", help="Driver memory in local mode [4g].")
+@click.option("--spark-ui", is_flag=True, help="Keep Spark's web UI on.")
+def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master: str | None, policy: str | None,
+         prune: bool, internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
          spark_ui: bool) -> None:
+    if not desired:
+        raise click.UsageError("Missing option '--desired'.")
+    observed, out = require(observed, "--observed"), require(out, "--output-dir")
     import re
 
     require_extra("fleet", "fleet")

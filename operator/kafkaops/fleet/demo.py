@@ -165,7 +165,7 @@ def run_demo(out: Path, echo: Echo = print, spark: SparkSession | None = None) -
             echo(f"  {line}")
         snapshots = out / "snapshots"
         for name in CLUSTERS:
-            _kafkaops("snapshot", "--bootstrap-server", bootstrap[name], "--cluster", name, "--out", str(snapshots),
+            _kafkaops("snapshot", "--bootstrap-server", bootstrap[name], "--cluster", name, "--output-dir", str(snapshots),
                       echo=echo)
     desired = EXAMPLES / "clusters"
     policy = EXAMPLES / "policy.yaml"
