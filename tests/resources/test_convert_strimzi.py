@@ -242,4 +242,4 @@ def test_bad_yaml_and_missing_files_are_errors(tmp_path: Path) -> None:
     result = run("convert", "--from", "strimzi", "-f", str(bad))
     assert result.exit_code == 1 and f"{bad}: not valid YAML" in result.stderr
     missing = run("convert", "--from", "strimzi", "-f", str(tmp_path / "nope.yaml"))
-    assert missing.exit_code == 2 and "no such file or directory" in missing.output
+    assert missing.exit_code == 1 and "no such file or directory" in missing.output  # usage errors exit 1

@@ -63,40 +63,28 @@ def _write(result: ConversionResult, output_dir: str | None) -> list[Path]:
 
 @click.command("convert")
 @click.option("--from", "source", type=click.Choice(["strimzi"]), required=True,
-              help="The format of the input manifests.")
+              help="Input format.")
 @click.option("-f", "--filename", "paths", multiple=True, required=True, metavar="PATH",
-              help="A file, a directory (searched for *.yaml/*.yml) or - for stdin; repeatable.")
+              help="File, directory or - (stdin); repeatable.")
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
-              help="Write one file per resource (DIR/[NAMESPACE/]KIND-NAME.yaml) instead of YAML on stdout.")
+              help="One file per resource here [stdout].")
 @click.option("--cluster", default=None, metavar="NAME",
-              help="The KafkaCluster every converted resource refers to [default: the strimzi.io/cluster label].")
+              help="clusterRef of all [strimzi.io/cluster label].")
 @click.option("--deletion-policy", type=click.Choice(["Retain", "Delete", "none"]), default="Retain",
-              show_default=True,
-              help="spec.deletionPolicy of every converted KafkaTopic; none: leave it to the KafkaCluster.")
+              help="Topics' deletionPolicy; none: the cluster's [Retain].")
 def convert(source: str, paths: tuple[str, ...], output_dir: str | None, cluster: str | None,
             deletion_policy: str) -> None:
-    """Convert Strimzi KafkaTopic and KafkaUser manifests into kafkaops KafkaTopic and KafkaAcl manifests.
-
-    \b
-    KafkaTopic (kafka.strimzi.io v1beta2/v1)  -> KafkaTopic (kafkaops.io): spec.topicName or metadata.name,
-                                                partitions, replicas -> replicationFactor, config
-    KafkaUser spec.authorization (simple)     -> KafkaAcl: principal User:NAME (User:CN=NAME for tls
-                                                and tls-external users), one ACL per rule
-    label strimzi.io/cluster                  -> spec.clusterRef.name (or --cluster)
-
-    Every field that is not converted is reported on stderr with its resource, field path and reason
-    (credentials, quotas, Strimzi annotations, status...); nothing is dropped silently. Documents of
-    other kinds are reported as skipped. Converted topics get deletionPolicy Retain unless told otherwise,
-    so handing a topic over can never delete it. docs/strimzi-migration.md is the guide.
-
-    \b
-    Exit status: 0 converted (warnings possible), 1 a resource could not be converted (the others
-    are still written) or the input could not be read.
+    """Convert Strimzi KafkaTopic and KafkaUser (ACL) manifests into kafkaops ones.
 
     \b
     Examples:
       kafkaops convert --from strimzi -f strimzi/ --cluster prod --output-dir kafkaops/
-      kubectl get kafkatopics.kafka.strimzi.io -n kafka -o yaml | kafkaops convert --from strimzi -f - --cluster prod
+      kubectl get kafkatopics.kafka.strimzi.io -n kafka -o yaml \\
+        | kafkaops convert --from strimzi -f - --cluster prod
+
+    Fields not converted are reported on stderr (resource, field, reason); topics get
+    deletionPolicy Retain. Exit 1 if a resource could not be converted (the others are
+    written). The mapping: docs/cli.md; the guide: docs/strimzi-migration.md.
     """
     for path in paths:
         if path != "-" and not Path(path).exists():

@@ -49,9 +49,15 @@ async def _serve(port: int, kubeconfig: Path) -> None:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_KUBECONFIG,
               show_default=True, help="Where to write the kubeconfig pointing at the emulator.")
 def dev_kube(port: int, kubeconfig: Path) -> None:
-    """Run a Kubernetes API emulator (a test double) on 127.0.0.1 for kubectl and `kafkaops run`.
+    """Run a Kubernetes API emulator (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
 
-    Prints the API URL first, then how to point kubectl at it; runs until Ctrl-C or SIGTERM.
+    \b
+    Examples:
+      kafkaops dev-kube &                  # then: export KUBECONFIG=.kafkaops/dev-kube.kubeconfig
+      kubectl apply -f crds/
+
+    Prints the API URL first, then how to point kubectl at it. Built-in API groups only until
+    CRDs are applied, as on a real server.
     """
     require_test_doubles("dev-kube")
     require_extra("dev-kube", "dev")

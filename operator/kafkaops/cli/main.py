@@ -56,14 +56,12 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.group(cls=KafkaopsGroup, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="kafkaops")
 def cli() -> None:
-    """Declarative GitOps reconciler for Apache Kafka topics, ACLs and configs.
-
-    \b
-    Examples:
+    """\b
+    Declarative GitOps reconciler for Apache Kafka topics, ACLs and configs.
+    Examples: (each command: kafkaops COMMAND --help; all of it: docs/cli.md)
       kafkaops validate clusters/
       kafkaops plan -f clusters/prod            # exit 2: changes pending
       kafkaops apply -f clusters/prod
-      kafkaops apply --help                     # every command; all of it: docs/cli.md
     """
 
 
