@@ -139,9 +139,9 @@ def test_a_leader_handover_between_two_replicas_is_invisible(stack) -> None:
     leader = start_operator(api.kubeconfig, *lifetime, peering="kafkaops", priority=100)
     standby: ChildProcess | None = None
     try:
-        time.sleep(2)
         standby = start_operator(api.kubeconfig, *lifetime, peering="kafkaops", priority=50)
-        time.sleep(3)  # the standby sees the leader and pauses
+        wait_until(lambda: "Pausing operations in favour of" in standby.log(10**8), timeout=60,
+                   what="the standby paused in favour of the leader")
         kube.create("kafkaclusters", cluster("main", noida.bootstrap))
         create_all(kube, "kafkatopics", [topic(f"ha-{i:03d}") for i in range(100)])
         wait_until(lambda: all_ready(kube, "kafkatopics", 100), timeout=90, what="100 topics Ready")

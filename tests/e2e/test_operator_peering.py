@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kafkaops.testing.stack import start_emulator, start_operator
@@ -24,7 +22,10 @@ def test_two_replicas_with_peering_only_one_reconciles(noida) -> None:
                                                   "metadata": {"name": "kafkaops"}})
         replicas = [start_operator(api.kubeconfig, peering="kafkaops") for _ in range(2)]
         try:
-            time.sleep(3)  # the peers see each other; the lower priority pauses
+            # the peers see each other and the lower priority pauses (waited for, not slept: a loaded
+            # machine may take seconds to start a process)
+            wait_until(lambda: any("Pausing operations in favour of" in r.log(10**7) for r in replicas), timeout=60,
+                       what="one replica paused in favour of the other")
             kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "ha"},
                                           "spec": {"bootstrapServers": [noida.bootstrap]}})
             for i in range(5):

@@ -181,6 +181,8 @@ def test_prod_example_from_the_readme(stack: Stack, k: Kubectl, tmp_path: Path) 
     assert prod is not None, "the README's prod.yaml block"
     (tmp_path / "prod.yaml").write_text(prod[1])
     k("kubectl create namespace kafka")
+    k("kubectl apply -k manifests/secrets-access/")
+    assert "role.rbac.authorization.k8s.io/kafkaops-secrets" in k("kubectl get role -n kafka -o name").stdout
     k("kubectl apply -f prod.yaml", cwd=tmp_path)
     out = k("kubectl get kafkaops -n kafka").stdout
     assert "kafkacluster.kafkaops.io/prod" in out and "kafkatopic.kafkaops.io/orders" in out
