@@ -6,7 +6,7 @@ import pytest
 
 from kafkaops.testing.stack import start_emulator, start_operator
 
-from conftest import REAL_KUBECONFIG, ROOT, Kube, ready, wait_until
+from conftest import REAL_KUBECONFIG, ROOT, Kube, peers_settled, ready, wait_until
 
 pytestmark = pytest.mark.noida
 API = "kafkaops.io/v1alpha1"
@@ -22,10 +22,7 @@ def test_two_replicas_with_peering_only_one_reconciles(noida) -> None:
                                                   "metadata": {"name": "kafkaops"}})
         replicas = [start_operator(api.kubeconfig, peering="kafkaops") for _ in range(2)]
         try:
-            # the peers see each other and the lower priority pauses (waited for, not slept: a loaded
-            # machine may take seconds to start a process)
-            wait_until(lambda: any("Pausing operations in favour of" in r.log(10**7) for r in replicas), timeout=60,
-                       what="one replica paused in favour of the other")
+            peers_settled(replicas, replicas)  # the lower priority pauses
             kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "ha"},
                                           "spec": {"bootstrapServers": [noida.bootstrap]}})
             for i in range(5):

@@ -17,6 +17,8 @@ from kafkaops.k8s.kinds import Claim, claim_key
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 
 Body = Mapping[str, Any]
+CLAIM, CLUSTER = "claim", "cluster"  # the two kinds of key of the per-kind indexes
+KIND_INDEXES = {KAFKA_TOPIC: "topic_index", KAFKA_ACL: "acl_index", KAFKA_BROKER_CONFIG: "broker_config_index"}
 
 
 class Catalog(Protocol):
@@ -34,8 +36,7 @@ class IndexCatalog:
     """A catalog over kopf's indexes (mappings of key -> collection of values), bound by the
     handlers from the keyword arguments kopf passes them (the same live index objects each time)."""
 
-    INDEXES = ("cluster_objects", "topic_claims", "acl_claims", "broker_claims", "topics_by_cluster",
-               "acls_by_cluster", "brokers_by_cluster")
+    INDEXES = ("cluster_objects", *KIND_INDEXES.values())
 
     def __init__(self) -> None:
         self._indexes: dict[str, Mapping[Any, Iterable[Any]]] = {}
@@ -58,11 +59,9 @@ class IndexCatalog:
         return found[-1] if found else None
 
     def resources(self, key: ClusterKey) -> list[Body]:
-        return [*self._get("topics_by_cluster", key), *self._get("acls_by_cluster", key),
-                *self._get("brokers_by_cluster", key)]
+        return [body for index in KIND_INDEXES.values() for body in self._get(index, (CLUSTER, key))]
 
     def claims(self, body: Body) -> list[Claim]:
         key = claim_key(body)
-        index = {KAFKA_TOPIC: "topic_claims", KAFKA_ACL: "acl_claims", KAFKA_BROKER_CONFIG: "broker_claims"}.get(
-            str(body.get("kind")))
-        return self._get(index, key) if key is not None and index else []
+        index = KIND_INDEXES.get(str(body.get("kind")))
+        return self._get(index, (CLAIM, key)) if key is not None and index else []

@@ -1,10 +1,10 @@
 """kopf wiring: every handler is a few lines handing the body to the Reconciler.
 
 Importing this module registers the handlers with kopf's default registry (`kafkaops run` does).
-Indexes (kept by kopf, complete before any handler runs):
-- `*_claims`: claim key (topic / principal / broker on a cluster) -> who claims it, so a conflict
+Indexes (kept by kopf, complete before any handler runs), one per kind with two kinds of key:
+- ("claim", claim key) (topic / principal / broker on a cluster) -> who claims it, so a conflict
   is decided by the oldest resource, the same way after every restart (no flapping);
-- `*_by_cluster`: cluster -> bodies, so the per-cluster resync reads all managed state in bulk;
+- ("cluster", cluster) -> bodies, so the per-cluster resync reads all managed state in bulk;
 - `cluster_objects`: the KafkaClusters, so a resource knows whether its cluster exists before the
   KafkaCluster's own handler has run (start-up order does not matter).
 The Reconciler reads them through an `IndexCatalog`.
@@ -21,7 +21,7 @@ from typing import Any
 import kopf
 
 from kafkaops.k8s import kopf_patches
-from kafkaops.k8s.catalog import IndexCatalog
+from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
@@ -30,7 +30,6 @@ from kafkaops.k8s.kinds import (
     GROUP,
     PLURALS,
     VERSION,
-    Claim,
     claim_key,
     claim_of,
     cluster_of,
@@ -110,14 +109,15 @@ def _finish(result: Result, body: kopf.Body, patch: kopf.Patch, logger: logging.
 # --- indexes (kopf fills them from the API before any handler runs) --------------------------------
 
 
-def _claim_entry(body: kopf.Body) -> dict[Any, Claim] | None:
-    key = claim_key(body)
-    return {key: claim_of(body)} if key is not None else None
-
-
-def _cluster_entry(body: kopf.Body) -> dict[Any, dict[str, Any]] | None:
-    cluster = cluster_of(body)
-    return {cluster: _plain(body)} if cluster is not None else None
+def _entries(body: kopf.Body) -> dict[Any, Any] | None:
+    """One index per kind, two kinds of key (one index function per object keeps kopf's per-object
+    cost down): ("claim", claim key) -> who claims it; ("cluster", cluster key) -> the body."""
+    entries: dict[Any, Any] = {}
+    if (claim := claim_key(body)) is not None:
+        entries[(CLAIM, claim)] = claim_of(body)
+    if (cluster := cluster_of(body)) is not None:
+        entries[(CLUSTER, cluster)] = _plain(body)
+    return entries or None
 
 
 @kopf.index(GROUP, VERSION, CLUSTER_PLURAL)
@@ -126,33 +126,18 @@ def cluster_objects(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]]:
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
-def topic_claims(body: kopf.Body, **_: Any) -> dict[Any, Claim] | None:
-    return _claim_entry(body)
+def topic_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+    return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_ACL])
-def acl_claims(body: kopf.Body, **_: Any) -> dict[Any, Claim] | None:
-    return _claim_entry(body)
+def acl_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+    return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
-def broker_claims(body: kopf.Body, **_: Any) -> dict[Any, Claim] | None:
-    return _claim_entry(body)
-
-
-@kopf.index(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
-def topics_by_cluster(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]] | None:
-    return _cluster_entry(body)
-
-
-@kopf.index(GROUP, VERSION, PLURALS[KAFKA_ACL])
-def acls_by_cluster(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]] | None:
-    return _cluster_entry(body)
-
-
-@kopf.index(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
-def brokers_by_cluster(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]] | None:
-    return _cluster_entry(body)
+def broker_config_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+    return _entries(body)
 
 
 # --- KafkaTopic, KafkaAcl, KafkaBrokerConfig --------------------------------------------------------
