@@ -203,3 +203,32 @@ async def test_an_outage_is_one_transition_per_cluster_and_resources_come_back_w
         assert [e for e in recorder.events if e[0] == "main"] == [("main", "Normal", "Connected")]
     finally:
         await reconciler.close()
+
+
+async def test_a_status_write_refused_after_waiting_is_tried_again(fake) -> None:
+    """The API refuses the write of a resource that waited for its cluster (after the client's own
+    retries): the resource is parked again and written later, not left "waiting" for ever."""
+    catalog = CatalogDouble()
+    recorder = Recorder(catalog)
+    refusals = 2
+
+    async def flaky_write(plural, namespace, name, status) -> None:
+        nonlocal refusals
+        if plural == "kafkatopics" and refusals:
+            refusals -= 1
+            raise ConnectionError("the API server went away")
+        await recorder.write(plural, namespace, name, status)
+
+    settings = OperatorSettings(client_overrides=SETTINGS.client_overrides, retry_delay=0.2, metrics_port=None,
+                                cluster_wait=5.0)
+    reconciler = Reconciler(Clusters(SecretReaderDouble(), settings), catalog, Metrics(), status_writer=flaky_write,
+                            event_poster=recorder.post)
+    try:
+        topic = catalog.add(topic_body("patient"))
+        catalog.add(after(topic, await reconciler.reconcile(topic)))
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        await wait_for(lambda: any(w[0] == "kafkatopics" for w in recorder.writes), what="the write, at last")
+        assert refusals == 0 and condition(recorder.writes[-1][2], "Ready")["status"] == "True"
+        assert len(reconciler.waiting) == 0
+    finally:
+        await reconciler.close()

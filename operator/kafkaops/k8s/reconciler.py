@@ -484,10 +484,25 @@ class Reconciler:
     async def _rerun(self, body: Mapping[str, Any]) -> None:
         try:
             await self.publish(body, await self.reconcile(body))
-        except Exception:  # one resource's failure must not stop the others; kopf's next event retries it
+        except Exception as exc:  # one resource's failure must not stop the others
+            # e.g. the API refused the status write after its retries: park it again and try later,
+            # or its status would say "waiting" for ever (a resync only looks at settled resources)
             metadata = body.get("metadata") or {}
-            log.exception("%s %s/%s: reconcile after waiting failed", body.get("kind"), metadata.get("namespace"),
-                          metadata.get("name"))
+            log.warning("%s %s/%s: reconcile after waiting failed (%s: %s); trying again in %gs", body.get("kind"),
+                        metadata.get("namespace"), metadata.get("name"), type(exc).__name__, exc, self.retry_delay)
+            key = cluster_of(body)
+            if key is not None and _uid(body) not in self.waiting:
+                self.waiting.add(key, _uid(body), body)
+                self._later(self.retry_delay, lambda: self.run_waiting(key))
+
+    def _later(self, delay: float, work: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await asyncio.sleep(delay)
+            await work()
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def publish(self, body: Mapping[str, Any], result: Result, plural: str | None = None) -> None:
         """Write a result outside a handler of the resource: its status and its Event."""
@@ -511,6 +526,8 @@ class Reconciler:
         return False
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         await self.clusters.close_all()
 
     # --- drift ----------------------------------------------------------------------------------------------
