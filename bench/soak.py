@@ -38,6 +38,7 @@ PLURALS = {"KafkaTopic": "kafkatopics", "KafkaAcl": "kafkaacls", "KafkaBrokerCon
 KAFKA_FAULTS = ("not_controller_storm", "controller_move", "throttled", "timed_out_after_apply",
                 "drop_connection", "broker_restart")
 API_FAULTS = ("api_409", "api_429", "api_500", "watch_cut", "watch_gone", "slow_api")
+WORKLOAD = ("create", "partitions", "config", "rf", "acl", "pause", "delete", "unmanage", "broker_config")
 PROCESS_FAULTS = ("operator_kill", "kill_during_reassignment", "kill_during_finalizers")
 
 
@@ -80,6 +81,7 @@ class Soak:
     replicas: int = 1
     quiet_timeout: float = 90.0
     verbose: bool = False
+    without: frozenset[str] = frozenset()  # workload steps and fault kinds left out
     rng: random.Random = field(init=False)
     steps: list[str] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
@@ -148,7 +150,8 @@ class Soak:
             namespace_deleted = False
             while time.monotonic() < deadline:
                 self.sample()
-                if not namespace_deleted and time.monotonic() > deadline - self.duration / 2:
+                if not namespace_deleted and "delete_namespace" not in self.without \
+                        and time.monotonic() > deadline - self.duration / 2:
                     self.delete_namespace(SIDE_NS)
                     namespace_deleted = True
                 if self.rng.random() < 0.35:
@@ -168,8 +171,9 @@ class Soak:
     # -- workload -------------------------------------------------------------------------------
     def workload(self) -> None:
         live = sorted(self.topics)
-        choice = self.rng.choices(["create", "partitions", "config", "rf", "acl", "pause", "delete", "unmanage",
-                                   "broker_config"], weights=[4, 2, 3, 1, 2, 1, 2, 1, 1])[0]
+        choice = self.rng.choices(WORKLOAD, weights=[4, 2, 3, 1, 2, 1, 2, 1, 1])[0]
+        if choice in self.without:
+            choice = "create"
         if choice == "create" or not live:
             self.create_topic(self.rng.choice([NS, NS, NS, SIDE_NS]) if SIDE_NS not in self.expect.deleted_namespaces
                               else NS)
@@ -286,6 +290,8 @@ class Soak:
     # -- faults ---------------------------------------------------------------------------------
     def fault(self) -> None:
         kind = self.rng.choice([*KAFKA_FAULTS, *API_FAULTS, *PROCESS_FAULTS])
+        if kind in self.without:
+            return
         self.faults[kind] += 1
         self.step(f"FAULT {kind}")
         if kind == "not_controller_storm":
@@ -409,23 +415,36 @@ class Soak:
         return "\n".join(lines)
 
 
+def seconds(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        return float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds or a number with s, m or h") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=120.0, help="seconds of workload and faults [120]")
+    parser.add_argument("--duration", type=seconds, default=120.0, help="workload and faults: 90, 90s, 30m, 1h [120s]")
     parser.add_argument("--seed", type=int, default=None, help="scenario seed [random, printed]")
     parser.add_argument("--mode", choices=["kraft", "zk"], default="kraft")
     parser.add_argument("--replicas", type=int, default=1, help="operator replicas (2: peering, active killed)")
     parser.add_argument("--quiet-timeout", type=float, default=90.0, help="bound of the quiet period [90]")
     parser.add_argument("--keep", action="store_true", help="keep the process logs (their directory is printed)")
+    parser.add_argument("--without", action="append", default=[], metavar="STEP",
+                        help="leave a workload step or fault kind out (repeatable), e.g. unmanage")
     parser.add_argument("-v", "--verbose", action="store_true", help="print each step")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
-    soak = Soak(seed, args.duration, args.mode, args.replicas, args.quiet_timeout, args.verbose)
+    soak = Soak(seed, args.duration, args.mode, args.replicas, args.quiet_timeout, args.verbose,
+                without=frozenset(args.without))
     print(f"soak seed {seed}", flush=True)
     found: list[inv.Divergence] = []
     try:
         found = soak.run()
-        print(soak.report(found))
+        report = soak.report(found)
+        print(report)
+        (soak.api.directory / "report.txt").write_text(report + "\n")
     finally:
         if hasattr(soak, "api"):
             (soak.api.directory / "steps.log").write_text("\n".join(soak.steps) + "\n")
