@@ -359,6 +359,11 @@ class Soak:
             return
         self.samples.append((time.monotonic() - self.operator_started[0], rss, fds))
 
+    def last_process_samples(self) -> list[tuple[float, int, int]]:
+        """The samples of the current operator process (the time since start drops at a restart)."""
+        start = max((i for i in range(1, len(self.samples)) if self.samples[i][0] < self.samples[i - 1][0]), default=0)
+        return self.samples[start:]
+
     # -- the end --------------------------------------------------------------------------------
     def quiet(self) -> list[inv.Divergence]:
         """Faults off, paused resources resumed, then wait (bounded) for every invariant to hold."""
@@ -375,6 +380,8 @@ class Soak:
             found = self.check()
             if not found or time.monotonic() - started > self.quiet_timeout:
                 self.quiet_seconds = time.monotonic() - started
+                if self.duration >= 600:  # long runs: RSS and fds of the last operator process stay flat
+                    found += inv.check_growth(self.last_process_samples(), warmup_s=120)
                 return found
             time.sleep(1.0)
 
