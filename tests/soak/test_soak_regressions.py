@@ -37,10 +37,3 @@ def test_operator_kill_then_unmanage_and_delete_keeps_the_topic() -> None:
     replay(16, "retain-keeps-topic", "t16-0006")
 
 
-
-@pytest.mark.xfail(strict=True, reason="operator_kill + namespace deletion: t16-0015 (Delete policy) is created in "
-                                       "namespace soak-side, the operator is killed 0.9 s later and the namespace "
-                                       "(with its KafkaCluster) is deleted 2 s later: the resource goes from the API "
-                                       "but the topic stays in Kafka (a leaked deletion)")
-def test_operator_kill_then_namespace_deletion_deletes_delete_policy_topics() -> None:
-    replay(16, "delete-removes-topic", "t16-0015")
