@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster image clean
+.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster image clean soak
 
 setup: $(STAMP)
 
@@ -36,6 +36,12 @@ bench: setup
 # the fleet pipeline at 100k, 300k and 1M topics (about 20 minutes on 2 cores)
 bench-fleet: setup
 	$(PY) bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
+
+# the seeded chaos soak (docs/reliability.md): make soak DURATION=1h SEED=16 [SOAK_ARGS="--mode zk --replicas 2"]
+DURATION ?= 120
+SEED     ?=
+soak: setup
+	$(PY) bench/soak.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
 
 dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092

@@ -39,13 +39,20 @@ def _racks(value: str | None) -> list[str] | None:
     return racks or None
 
 
-async def _serve(cluster: FakeClusterDouble) -> None:
+async def _serve(cluster: FakeClusterDouble, control_port: int | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with cluster:
+        control = None
+        if control_port is not None:
+            from kafkaops.testing.fake.control import control_server
+
+            control = await control_server(cluster, control_port).start()
         click.echo(cluster.bootstrap)
+        if control is not None:
+            click.echo(control.url)  # the second line: the fault-injection endpoint (docs/reliability.md)
         sys.stdout.flush()
         state = cluster.state
         click.echo(
@@ -54,6 +61,8 @@ async def _serve(cluster: FakeClusterDouble) -> None:
             err=True,
         )
         await stop.wait()
+        if control is not None:
+            await control.stop()
     click.echo("fake Kafka cluster stopped", err=True)
 
 
@@ -75,8 +84,10 @@ def cluster_seed(port: int) -> int:
 @click.option("--tick-interval", type=float, callback=at_least(0), default=0.1, metavar="SEC",
               help="Seconds per virtual tick (moves); 0: none [0.1].")
 @click.option("--no-acls", is_flag=True, help="No authorizer (ACL calls: SECURITY_DISABLED).")
+@click.option("--control-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
+              default=None, metavar="PORT", help="Serve fault hooks over HTTP (docs/reliability.md); 0: free port.")
 def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
-                no_acls: bool) -> None:
+                no_acls: bool, control_port: int | None) -> None:
     """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
 
     \b
@@ -84,8 +95,8 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
       kafkaops dev-cluster &                    # 3 brokers on 127.0.0.1:19092-19094
       kafkaops dev-cluster --brokers 9 --port 0 --racks a,b,c --first-broker-id 0
 
-    Prints the bootstrap servers first (one line on stdout). Each cluster has its own
-    cluster id, derived from --port (random with --port 0).
+    Prints the bootstrap servers first (one line on stdout; then the control URL with
+    --control-port). Each cluster has its own cluster id, derived from --port (random with --port 0).
     """
     require_test_doubles("dev-cluster")
     from kafkaops.testing.fake_cluster import FakeClusterDouble
@@ -101,7 +112,7 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
         acls_enabled=not no_acls,
     )
     try:
-        asyncio.run(_serve(cluster))
+        asyncio.run(_serve(cluster, control_port))
     except KeyboardInterrupt:
         pass
     except OSError as exc:

@@ -95,7 +95,8 @@ __all__ = ["KubernetesApiEmulator", "load_manifests", "main"]
 async def _serve(args: argparse.Namespace) -> None:
     api = KubernetesApiEmulator(host=args.host, port=args.port, crds=args.crds,
                                 namespaces=[*DEFAULT_NAMESPACES, *args.namespace],
-                                kopf_peering=not args.no_kopf_peering, bookmark_interval=args.bookmark_interval)
+                                kopf_peering=not args.no_kopf_peering, bookmark_interval=args.bookmark_interval,
+                                faults=args.control_port is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -103,8 +104,17 @@ async def _serve(args: argparse.Namespace) -> None:
     async with api:
         if args.kubeconfig:
             api.write_kubeconfig(args.kubeconfig)
+        control = None
+        if args.control_port is not None:
+            from kafkaops.testing.k8s.chaos import control_server
+
+            control = await control_server(api, args.control_port).start()
         print(api.url, flush=True)
+        if control is not None:
+            print(control.url, flush=True)  # the second line: the fault hooks (docs/reliability.md)
         await stop.wait()
+        if control is not None:
+            await control.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"a namespace to create besides {', '.join(DEFAULT_NAMESPACES)} (repeatable)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="also write a kubeconfig pointing at the emulator")
     parser.add_argument("--no-kopf-peering", action="store_true", help="do not pre-install kopf's peering CRDs")
+    parser.add_argument("--control-port", type=int, default=None, metavar="PORT",
+                        help="serve fault hooks over HTTP on this port (0: free; its URL is the 2nd line)")
     parser.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
     args = parser.parse_args(argv)
     try:
