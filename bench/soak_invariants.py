@@ -105,8 +105,10 @@ def check_topics(topics: Iterable[Mapping[str, Any]], kafka: Mapping[str, Any], 
     for name, kept in expect.deleted_topics.items():
         if name in live:
             continue
-        if kept and name not in held:
-            found.append(Divergence("retain-keeps-topic", f"topic {name}", "deleted under Retain/unmanaged, gone from Kafka"))
+        if kept and name not in held and kafka.get("deleted", {}).get(name, 0):
+            # (never created - the create was still in flight when it was released - is not a deletion)
+            found.append(Divergence("retain-keeps-topic", f"topic {name}",
+                                    "deleted in Kafka (DeleteTopics) under Retain/unmanaged"))
         if not kept and name in held:
             found.append(Divergence("delete-removes-topic", f"topic {name}", "deleted under Delete, still in Kafka"))
     extra = sorted(set(held) - set(live) - set(expect.deleted_topics))

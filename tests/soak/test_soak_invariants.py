@@ -40,9 +40,16 @@ def test_each_topic_divergence_is_named() -> None:
     state = kafka(a=held([[1], [2]], **{"segment.bytes": "9", "leader.replication.throttled.replicas": "0:1"}),
                   gone=held([[1]]), stray=held([[1]]))
     state["created"]["a"] = 2
+    state["deleted"] = {"kept": 1}  # a DeleteTopics for a topic released under Retain
     found = inv.check_topics([topic("a", partitions=1, rf=2)], state, expect)
     assert names(found) == ["created-once", "delete-removes-topic", "kafka-matches-spec", "kafka-matches-spec",
                             "kafka-matches-spec", "no-unexpected-topics", "retain-keeps-topic", "throttles-removed"]
+
+
+def test_a_retained_topic_that_was_never_created_is_no_divergence() -> None:
+    """Released while its create was still in flight: nothing was deleted, nothing to keep."""
+    expect = inv.Expectation(deleted_topics={"never": True})
+    assert inv.check_topics([], kafka(), expect) == []
 
 
 def test_not_ready_stale_and_wedged_resources_are_named() -> None:

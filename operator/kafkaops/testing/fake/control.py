@@ -109,6 +109,7 @@ def state_snapshot(cluster: FakeClusterDouble) -> dict[str, Any]:
         "reassignments": [{"topic": r.topic, "partition": r.partition, "target": list(r.target)}
                           for r in state.reassignments.values()],
         "created": dict(state.created),
+        "deleted": dict(state.deleted),
         "already_exists": dict(state.already_exists),
         "errors": [repr(e) for e in cluster.errors],
     }

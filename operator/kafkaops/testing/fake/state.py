@@ -159,8 +159,9 @@ class ClusterStateDouble:
         self.reassignments: dict[tuple[str, int], ReassignmentDouble] = {}
         self.pending_leaders: dict[tuple[str, int], int] = {}
         self.tick = 0
-        # per topic name: how often it was created, and how often a create met TOPIC_ALREADY_EXISTS
+        # per topic name: how often it was created, deleted, and how often a create met TOPIC_ALREADY_EXISTS
         self.created: Counter[str] = Counter()
+        self.deleted: Counter[str] = Counter()
         self.already_exists: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- brokers
@@ -263,6 +264,7 @@ class ClusterStateDouble:
 
     def remove_topic(self, name: str) -> TopicDouble:
         topic = self.topics.pop(name)
+        self.deleted[name] += 1
         del self.topic_ids[topic.topic_id]
         self._collisions.pop(collision_key(name), None)
         for partition in topic.partitions:
