@@ -156,3 +156,32 @@ def test_a_leader_handover_between_two_replicas_is_invisible(stack) -> None:
         for process in (leader, standby):
             if process is not None:
                 process.stop()
+
+
+def test_deleting_a_namespace_with_its_cluster_deletes_its_topics_in_kafka() -> None:
+    """Soak finding 2: a namespace holding a KafkaCluster and Delete-policy topics, deleted at once
+    while no operator runs: the next one finds the cluster and its topics all terminating. The
+    cluster's finalizer waits for its topics, which are deleted in Kafka; nothing is released as
+    "cluster gone"."""
+    if REAL_KUBECONFIG:
+        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: this test deletes a namespace of its own emulator")
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka", "side"]) as api:
+        kube, side = Kube(api.kubeconfig, "kafka"), Kube(api.kubeconfig, "side")
+        first = start_operator(api.kubeconfig)
+        second: ChildProcess | None = None
+        try:
+            side.create("kafkaclusters", cluster("side", noida.bootstrap,
+                                                 topicDeletion={"policy": "Delete", "maxDeletionsPerReconcile": 50}))
+            create_all(side, "kafkatopics", [topic(f"side-{i}", cluster_name="side") for i in range(5)])
+            wait_until(lambda: all_ready(side, "kafkatopics", 5), timeout=90, what="5 topics Ready")
+            first.kill()
+            kube.core.delete_namespace("side")
+            second = start_operator(api.kubeconfig)
+            wait_until(lambda: "side" not in {n.metadata.name for n in kube.core.list_namespace().items}, timeout=90,
+                       what="the namespace gone")
+            assert kafka_topics(noida.bootstrap, "side-") == set(), "Delete-policy topics deleted in Kafka"
+            assert not [e for e in side.events() if e.reason == "ClusterNotFound"]
+        finally:
+            for process in (first, second):
+                if process is not None:
+                    process.stop()

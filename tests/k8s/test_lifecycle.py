@@ -232,3 +232,35 @@ async def test_a_status_write_refused_after_waiting_is_tried_again(fake) -> None
         assert len(reconciler.waiting) == 0
     finally:
         await reconciler.close()
+
+
+async def test_a_namespace_deleted_with_its_cluster_deletes_its_topics_first(fake) -> None:
+    """Deleting a namespace deletes its KafkaCluster and its KafkaTopics at once: the cluster's
+    finalizer holds it until the topics are gone, so Delete-policy topics are deleted in Kafka."""
+    catalog = CatalogDouble()
+    reconciler = operator(catalog, Recorder(catalog))
+    cluster = catalog.add(cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete"}))
+    await reconciler.cluster_changed(cluster)
+    topic = catalog.add(topic_body("in-namespace"))
+    await reconciler.reconcile(topic)
+    try:
+        terminating = {**catalog.cluster(("team", "main")), "metadata": {
+            **cluster["metadata"], "deletionTimestamp": "2026-11-25T19:00:00Z"}}
+        catalog.add(terminating)
+        held = await reconciler.cluster_deleted(terminating)
+        assert not held.release and held.retry_after
+        assert condition(held, "Reconciling")["reason"] == "ResourcesRemain"
+        assert "KafkaTopic team/in-namespace" in condition(held, "Reconciling")["message"]
+        removed = await reconciler.remove({**topic, "metadata": {**topic["metadata"],
+                                                                  "deletionTimestamp": "2026-11-25T19:00:00Z"}})
+        assert removed.release and removed.event.reason == "Deleted"
+        assert "in-namespace" not in await topics_in(fake.bootstrap)
+        catalog.remove(topic)
+        assert (await reconciler.cluster_deleted(terminating)).release
+        assert reconciler.clusters.contexts() == []
+        unmanaged = {**terminating, "metadata": {**terminating["metadata"],
+                                                 "annotations": {"kafkaops.io/managed": "false"}}}
+        catalog.add(topic_body("still-here"))
+        assert (await reconciler.cluster_deleted(unmanaged)).release, "the escape: let it go now"
+    finally:
+        await reconciler.close()

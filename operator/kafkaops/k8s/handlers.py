@@ -226,9 +226,13 @@ async def deletions_confirmed(body: kopf.Body, new: Any, patch: kopf.Patch, memo
                    message="a person confirmed the pending topic deletions over the cap")
 
 
-@kopf.on.delete(GROUP, VERSION, CLUSTER_PLURAL, optional=True)
-async def cluster_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _state(memo).reconciler.cluster_deleted(body)
+@kopf.on.delete(GROUP, VERSION, CLUSTER_PLURAL)
+async def cluster_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
+                          **kwargs: Any) -> None:
+    result = await _state(memo, kwargs).reconciler.cluster_deleted(_plain(body))
+    if not result.release:
+        _finish(Result(result.status, result.event, message=result.message), body, patch, logger)
+        raise DeletionWaits(result.message, delay=result.retry_after or 2.0)
 
 
 @kopf.daemon(GROUP, VERSION, CLUSTER_PLURAL, cancellation_timeout=5.0)

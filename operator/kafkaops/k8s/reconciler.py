@@ -513,9 +513,24 @@ class Reconciler:
         if result.event is not None and self.event_poster is not None:
             self.event_poster(body, result.event)
 
-    async def cluster_deleted(self, body: Mapping[str, Any]) -> None:
+    async def cluster_deleted(self, body: Mapping[str, Any]) -> Result:
+        """A KafkaCluster is being deleted. Its finalizer stays while resources still reference it, so
+        deleting a namespace (cluster and topics at once) applies every topic's deletion policy instead
+        of releasing them all as "cluster gone". kafkaops.io/managed=false on the KafkaCluster lets it
+        go at once (its resources are then released without touching Kafka)."""
         metadata = body.get("metadata") or {}
-        await self.clusters.close((metadata.get("namespace"), metadata.get("name")))
+        key = (metadata.get("namespace"), metadata.get("name"))
+        waiting = [b for b in self.catalog.resources(key) if _uid(b) != _uid(body)]
+        if waiting and not is_unmanaged(body):
+            names = ", ".join(f"{b.get('kind')} {(b.get('metadata') or {}).get('namespace')}/"
+                              f"{(b.get('metadata') or {}).get('name')}" for b in waiting[:5])
+            more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+            message = (f"waiting for the {len(waiting)} resource(s) that reference it to be deleted first ({names}{more}); "
+                       "annotate kafkaops.io/managed=false to let it go now (they are then released without "
+                       "touching Kafka)")
+            return replace(self._result(body, Verdict(Phase.RECONCILING, "ResourcesRemain", message)), retry_after=2.0)
+        await self.clusters.close(key)
+        return Result(release=True)
 
     def confirm_deletions(self, body: Mapping[str, Any]) -> bool:
         metadata = body.get("metadata") or {}
