@@ -73,6 +73,6 @@ def test_report_and_what_the_demo_says(demo):
     # plan samples read like `kafkaops plan`: FieldChange's own text
     assert "<td>partitions: 6 -&gt; 12</td>" in page and "topic: + orders.dlq; partitions: + 1" in page
     said = "\n".join(demo["lines"])
-    assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan --desired" in said
+    assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan -f" in said
     assert "[9/9] report" in said
     assert demo["result"].summary().startswith("2 cluster(s): 6 change(s), 0 refused")

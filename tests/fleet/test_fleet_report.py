@@ -1,12 +1,9 @@
-"""report.html and summary.md render from plain data (no Spark), and the CLI's fatal errors."""
+"""report.html and summary.md render from plain data (no Spark)."""
 
 from __future__ import annotations
 
 import re
 
-from click.testing import CliRunner
-
-from kafkaops.cli.main import cli
 from kafkaops.fleet.report import ReportData, hbar_chart, render_html, render_markdown
 
 
@@ -60,18 +57,3 @@ def test_chart_axis_ticks_are_whole_counts():
                            (250, ["0", "80", "160", "240", "320"]), (20000, ["0", "5k", "10k", "15k", "20k"])):
         svg = hbar_chart([("a", {"x": biggest})], {"x": "#000"}, "t")
         assert re.findall(r'class="axis" text-anchor="middle">([^<]+)<', svg) == ticks, biggest
-
-
-def test_cli_names_a_missing_desired_path_and_a_bad_policy(spark, tmp_path):
-    runner = CliRunner()
-    (tmp_path / "snaps").mkdir()
-    missing = runner.invoke(cli, ["fleet", "plan", "--desired", str(tmp_path / "nope"), "--observed",
-                                  str(tmp_path / "snaps"), "--out", str(tmp_path / "out")])
-    assert missing.exit_code == 1 and "Error: cannot read the desired state" in missing.stderr
-    assert str(tmp_path / "nope") in missing.stderr
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("version: 1\ntopics: {maxPartitions: -1}\n")
-    (tmp_path / "repo").mkdir()
-    bad = runner.invoke(cli, ["fleet", "plan", "--desired", str(tmp_path / "repo"), "--observed", str(tmp_path / "snaps"),
-                              "--out", str(tmp_path / "out"), "--policy", str(policy)])
-    assert bad.exit_code == 1 and f"Error: {policy}: topics.maxPartitions: -1 is less than the minimum of 1" in bad.stderr

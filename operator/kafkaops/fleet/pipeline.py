@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from kafkaops.fleet import hadoopfs
+from kafkaops.fleet import hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
 from kafkaops.fleet.report import SAMPLE_ROWS, ReportData, render_html, render_markdown
 from kafkaops.reconcile.actions import FieldChange
@@ -48,6 +48,7 @@ class FleetOptions:
     conf: dict[str, str] = field(default_factory=dict)
     driver_memory: str | None = None
     ui: bool = False
+    verbose: bool = False  # Spark's own console output (WARN logs, Java's warnings) shown
 
 
 @dataclass
@@ -137,7 +138,9 @@ def load_policy(spark: SparkSession, path: str | None) -> Policy | None:
 
 
 def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None = None) -> FleetResult:
-    """Run every stage; outputs under options.out. FleetError when the run cannot happen at all."""
+    """Run every stage; outputs under options.out. FleetError when the run cannot happen at all (local
+    arguments are checked before Spark starts: preflight)."""
+    checked = preflight.check(options.desired, options.observed, options.policy, options.out)
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -152,10 +155,11 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
 
     progress.start("session", "starting Spark" if spark is None else "using the given Spark session")
     if spark is None:
-        spark = create_session(options.master, conf=options.conf, ui=options.ui, driver_memory=options.driver_memory)
+        spark = create_session(options.master, conf=options.conf, ui=options.ui, driver_memory=options.driver_memory,
+                               verbose=options.verbose)
     sc = spark.sparkContext
     progress.end(f"Spark {spark.version}, master {sc.master}")
-    policy = load_policy(spark, options.policy)
+    policy = checked.policy if checked.policy is not None else load_policy(spark, options.policy)
     out = options.out.rstrip("/")
     paths = {name: hadoopfs.join(out, name) for name in OUTPUTS}
     try:

@@ -70,10 +70,15 @@ logger.jetty.level = {level}
 """
 
 
-def _quiet_log4j() -> str:
+def _log_level(verbose: bool) -> str:
+    """ERROR (WARN with --verbose); KAFKAOPS_SPARK_LOG_LEVEL=WARN or INFO overrides."""
+    return os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR").upper()
+
+
+def _quiet_log4j(verbose: bool = False) -> str:
     """A log4j2 configuration that lets only errors through (the JVM's start-up chatter otherwise
-    fills the terminal); KAFKAOPS_SPARK_LOG_LEVEL=WARN or INFO brings it back."""
-    level = os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR").lower()
+    fills the terminal)."""
+    level = _log_level(verbose).lower()
     path = os.path.join(tempfile.gettempdir(), f"kafkaops-fleet-log4j2-v4-{level}.properties")
     if not os.path.exists(path):
         with open(path, "w", encoding="utf-8") as handle:
@@ -88,9 +93,14 @@ def create_session(
     ui: bool = False,
     driver_memory: str | None = None,
     app_name: str = APP_NAME,
+    verbose: bool = False,
 ) -> SparkSession:
-    """The session for one run (an existing one is reused: tests share one JVM)."""
+    """The session for one run (an existing one is reused: tests share one JVM). A JVM started
+    here has its console filtered (jvmconsole) unless `verbose`."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
+
+    from kafkaops.fleet.jvmconsole import launch_gateway
 
     builder = SparkSession.builder.appName(app_name)
     submitted = _submitted_master()
@@ -122,14 +132,20 @@ def create_session(
                 "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
             })
             if not (conf or {}).get("spark.driver.extraJavaOptions"):
-                settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+                settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}"
     elif driver_memory:
         settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # noqa: SLF001
+        # start the JVM ourselves to own its console; the builder then uses this gateway
+        conf_obj = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        if chosen is not None:
+            conf_obj.setMaster(chosen)
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf_obj, verbose), conf=conf_obj)  # noqa: SLF001
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(_log_level(verbose))
     for key in ("spark.sql.shuffle.partitions",):  # runtime settings apply to a reused session too
         if key in settings:
             spark.conf.set(key, settings[key])
