@@ -124,6 +124,8 @@ def _cluster(row: Mapping[str, Any], data: ReportData) -> tuple[str, str | None]
     name = row.get("cluster")
     if name is None:
         return "", ""
+    if not _cluster_of(data, name):  # e.g. the skipped snapshot of a cluster no manifest declares
+        return _e(name), str(name)
     return f'<a href="#{_e(urllib.parse.quote(cluster_anchor(name)))}">{_e(name)}</a>', str(name)
 
 
