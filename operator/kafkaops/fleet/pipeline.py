@@ -148,7 +148,7 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     from kafkaops.fleet import access, desired as desired_stage, drift, findings, observed as observed_stage, orphans
     from kafkaops.fleet import plan as plan_stage
     from kafkaops.fleet import policy as policy_stage
-    from kafkaops.fleet.session import create_session
+    from kafkaops.fleet.session import SMALL_INPUT_BYTES, create_session
 
     col = F.col
     progress = Progress(echo)
@@ -156,10 +156,12 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
 
     progress.start("session", "starting Spark" if spark is None else "using the given Spark session")
     if spark is None:
+        small = checked.input_bytes is not None and checked.input_bytes <= SMALL_INPUT_BYTES
         spark = create_session(options.master, conf=options.conf, ui=options.ui, driver_memory=options.driver_memory,
-                               verbose=options.verbose)
+                               verbose=options.verbose, small=small)
     sc = spark.sparkContext
-    progress.end(f"Spark {spark.version}, master {sc.master}")
+    progress.end(f"Spark {spark.version}, master {sc.master}"
+                 + (", small-input settings" if spark.conf.get("spark.sql.codegen.wholeStage") == "false" else ""))
     policy = checked.policy if checked.policy is not None else load_policy(spark, options.policy)
     out = options.out.rstrip("/")
     paths = {name: hadoopfs.join(out, name) for name in OUTPUTS}

@@ -27,6 +27,22 @@ APP_NAME = "kafkaops-fleet"
 DEFAULT_DRIVER_MEMORY = "4g"
 
 
+# A small local run (the input is a few megabytes: `make fleet-demo`, a team's repository) spends its
+# time starting the JVM, compiling query plans and scheduling tiny tasks, not on data: one shuffle
+# partition, no adaptive re-planning (it splits every query into more jobs), no whole-stage code
+# generation (compiling generated Java costs more than interpreting a few rows), and a JVM that
+# compiles with C1 only and collects garbage in one thread (C2 and parallel GC threads compete for
+# the cores during a run this short). docs/benchmarks.md has the figures.
+SMALL_INPUT_BYTES = 32 * 1024 * 1024
+SMALL_RUN = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
 def _local_cores(master: str) -> int:
     inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
     if inside.startswith("*"):
@@ -94,9 +110,11 @@ def create_session(
     driver_memory: str | None = None,
     app_name: str = APP_NAME,
     verbose: bool = False,
+    small: bool = False,
 ) -> SparkSession:
     """The session for one run (an existing one is reused: tests share one JVM). A JVM started
-    here has its console filtered (jvmconsole) unless `verbose`."""
+    here has its console filtered (jvmconsole) unless `verbose`. `small` (local mode only): the
+    input is a few megabytes, so start-up and per-query overhead dominate (SMALL_RUN)."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -131,8 +149,12 @@ def create_session(
                 "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
                 "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
             })
+            java = [f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}"]
+            if small:
+                settings.update(SMALL_RUN)
+                java += SMALL_RUN_JAVA
             if not (conf or {}).get("spark.driver.extraJavaOptions"):
-                settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}"
+                settings["spark.driver.extraJavaOptions"] = " ".join(java)
     elif driver_memory:
         settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
