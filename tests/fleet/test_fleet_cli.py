@@ -172,6 +172,7 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert noisy == []
     lines = result.stderr.splitlines()
     assert lines[0] == "[1/9] session: starting Spark ..." and lines[-1].startswith("done in ")
+    assert lines[1].startswith("[1/9] session: Spark ") and ", small-input settings - " in lines[1]  # 0.1 MB of input
     assert all(line.startswith(("[", "  problem: ", "done in ")) for line in lines), lines
     assert result.stdout.splitlines()[-1] == f"report: {inputs['out']}/report.html"
     assert (inputs["out"] / "report.html").exists()

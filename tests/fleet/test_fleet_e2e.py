@@ -192,7 +192,7 @@ def test_drift_orphans_policy_access(fleet_run):
     retention = [d for d in drift if d["name"] == "east.orders.0" and d["field"] == "config.retention.ms"]
     assert retention == [{"cluster": "east", "kind": "KafkaTopic", "name": "east.orders.0", "field": "config.retention.ms",
                           "desired": "172800000", "observed": "86400000", "observed_source": "DYNAMIC_TOPIC_CONFIG",
-                          "file": retention[0]["file"]}]
+                          "file": retention[0]["file"], "index": 0}]
     assert any(d["name"] == "User:producer" and d["desired"] and "east.new.0" in d["desired"] for d in drift
                if d["cluster"] == "east")
     assert any(d["kind"] == "KafkaBrokerConfig" and d["field"] == "config.log.cleaner.threads" for d in drift)
