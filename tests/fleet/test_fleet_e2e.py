@@ -211,7 +211,10 @@ def test_drift_orphans_policy_access(fleet_run):
 
 def test_report_is_self_contained(fleet_run):
     page = (fleet_run["out"] / "report.html").read_text()
-    assert page.count("<svg") >= 4 and "<script" not in page
-    assert not re.search(r"""(src|href)=["']?https?://""", page)
+    assert page.count("<svg") >= 4 and page.count("<script") == 1 and "<script src" not in page  # inline only
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    # the refused partition decrease comes first among the changes, with its reason and manifest line
+    plan = page.split('id="t-plan"')[1].split("<tbody>")[1].split("</tr>")[0]
+    assert ">refused<" in plan and "PartitionDecrease: " in plan and re.search(r'class="manifest"[^>]*>[^<]*:\d+</a>', plan)
     summary = (fleet_run["out"] / "summary.md").read_text()
     assert "| east |" in summary and "legacy/header.json" in summary
