@@ -111,3 +111,10 @@ def test_chart_axis_ticks_are_whole_counts():
                            (250, ["0", "80", "160", "240", "320"]), (20000, ["0", "5k", "10k", "15k", "20k"])):
         svg = hbar_chart([("a", {"x": biggest})], {"x": "#000"}, "t")
         assert re.findall(r'class="axis" text-anchor="middle">([^<]+)<', svg) == ticks, biggest
+
+
+def test_counts_in_tables_are_exact(tmp_path):
+    data = build(tmp_path)
+    data.clusters[0]["desired_topics"] = 1_234_567
+    page = render_html(data)
+    assert '<td class="n" data-sort="1234567">1,234,567</td>' in page  # exact, sorted as a number

@@ -116,8 +116,13 @@ def _joined(value: Any) -> str:
 
 
 def _number(key: str) -> Cell:
-    return lambda row, data: (_e(fmt_count(row.get(key) or 0) if isinstance(row.get(key) or 0, (int, float)) else
-                                 row.get(key)), str(row.get(key) or 0))
+    """An exact count with thousands separators (1,234,567), sorted as a number."""
+    def cell(row: Mapping[str, Any], data: ReportData) -> tuple[str, str | None]:
+        value = row.get(key)
+        if value is None:
+            return "", ""
+        return (_e(f"{value:,}") if isinstance(value, int) else _e(value)), str(value)
+    return cell
 
 
 def _cluster(row: Mapping[str, Any], data: ReportData) -> tuple[str, str | None]:
