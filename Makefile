@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo fleet-demo fleet-report-png bench bench-fleet dev-cluster clean
+.PHONY: setup test demo fleet-demo fleet-report-png bench bench-fleet dev-cluster image clean soak
 
 setup: $(STAMP)
 
@@ -47,8 +47,23 @@ bench: setup
 bench-fleet: setup
 	$(PY) bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
 
+# the seeded chaos soak (docs/reliability.md): make soak DURATION=1h SEED=16 [SOAK_ARGS="--mode zk --replicas 2"]
+DURATION ?= 120
+SEED     ?=
+soak: setup
+	$(PY) bench/soak.py --duration $(DURATION) $(if $(SEED),--seed $(SEED)) $(SOAK_ARGS)
+
 dev-cluster: setup
 	$(VENV)/bin/kafkaops dev-cluster --brokers 3 --port 19092
 
+# The image (Dockerfile, docs/deploying.md); needs a Docker daemon with BuildKit.
+# EXTRAS=fleet adds Spark, Arrow and a JRE; the tag then ends in -fleet.
+IMAGE  ?= ghcr.io/kafkaops/kafkaops:0.1.0
+EXTRAS ?=
+image:
+	@command -v docker >/dev/null 2>&1 || { echo "make image: docker is not installed (the image needs Docker with BuildKit; see docs/deploying.md)" >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker daemon is reachable (docker info failed): start one or set DOCKER_HOST; see docs/deploying.md" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 docker build --build-arg EXTRAS=$(EXTRAS) -t $(IMAGE)$(if $(EXTRAS),-$(EXTRAS)) .
+
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info operator/*.egg-info fleet-demo
+	rm -rf $(VENV) .venv-lean .pytest_cache build *.egg-info operator/*.egg-info fleet-demo

@@ -4,8 +4,9 @@ Without a Kubernetes context and a bootstrap server it starts everything itself:
 (`kafkaops dev-cluster`, the fake 3-broker cluster double with an authorizer, because the examples
 include ACLs and broker configs, which noida-db does not keep), the Kubernetes API emulator with
 the CRDs installed, and the operator (`kafkaops run`). It applies examples/clusters/dev (the
-KafkaCluster pointed at that Kafka), waits until every resource is Ready, prints them like
-`kubectl get kafka`, and shuts everything down.
+KafkaCluster pointed at that Kafka), waits until every resource is Ready, prints them with
+`kubectl get kafkaops -A` (the real kubectl when it is on the PATH, else a table like its output),
+and shuts everything down.
 
 Given KUBECONFIG (with the CRDs installed and the operator running there) and --bootstrap-server,
 it uses those instead and starts nothing.
@@ -18,6 +19,8 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import shutil
+import subprocess
 import sys
 import time
 from contextlib import ExitStack
@@ -93,7 +96,32 @@ def run(kubeconfig: Path, bootstrap: str, timeout: float, console: Console) -> b
         if ready == len(docs):
             break
         time.sleep(0.5)
-    table = Table(title="kubectl get kafka -A", title_justify="left")
+    if not _print_with_kubectl(kubeconfig, console):
+        _print_table(items, console)
+    all_ready = all(_condition(i, "Ready").get("status") == "True" for i in items) and len(items) == len(docs)
+    console.print("[green]every example is Ready[/green]" if all_ready else "[red]not every example became Ready[/red]")
+    return all_ready
+
+
+def _print_with_kubectl(kubeconfig: Path, console: Console) -> bool:
+    """`kubectl get kafkaops -A` with the real kubectl, if there is one; False if not (or it failed)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return False
+    result = subprocess.run([kubectl, "get", "kafkaops", "-A"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "KUBECONFIG": str(kubeconfig)})
+    if result.returncode != 0:
+        console.print(f"kubectl get kafkaops -A failed: {result.stderr.strip()}")
+        return False
+    console.print("$ kubectl get kafkaops -A")
+    console.print(result.stdout.rstrip(), markup=False, highlight=False)
+    return True
+
+
+def _print_table(items: list[dict[str, Any]], console: Console) -> None:
+    """Without kubectl: the same resources in a table like `kubectl get kafkaops -A`."""
+    table = Table(title="kubectl get kafkaops -A (no kubectl on the PATH: printed by the demo)",
+                  title_justify="left")
     for column in ("NAMESPACE", "KIND", "NAME", "READY", "REASON", "PARTITIONS", "RF", "AGE"):
         table.add_column(column)
     for item in sorted(items, key=lambda i: (list(PLURALS).index(i["kind"]), i["metadata"]["name"])):
@@ -103,9 +131,6 @@ def run(kubeconfig: Path, bootstrap: str, timeout: float, console: Console) -> b
                       ready.get("status", "Unknown"), ready.get("reason", ""), str(status.get("partitions", "")),
                       str(status.get("replicationFactor", "")), _age(item["metadata"].get("creationTimestamp")))
     console.print(table)
-    all_ready = all(_condition(i, "Ready").get("status") == "True" for i in items) and len(items) == len(docs)
-    console.print("[green]every example is Ready[/green]" if all_ready else "[red]not every example became Ready[/red]")
-    return all_ready
 
 
 def main() -> None:

@@ -80,6 +80,16 @@ def wait_until(check: Callable[[], Any], timeout: float = 30.0, what: str = "con
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 
+def peers_settled(leader_candidates: list[ChildProcess], everyone: list[ChildProcess]) -> None:
+    """kopf peering: every replica is up and one of `leader_candidates` works; a replica that sees a
+    higher priority from its start stays paused silently, so the absence of a log line is the sign."""
+    wait_until(lambda: all("Initial authentication has finished" in r.log(10**8) for r in everyone), timeout=120,
+               what="every replica started")
+    wait_until(lambda: any("Resuming operations after the pause" in r.log(10**8) for r in leader_candidates),
+               timeout=60, what="a replica working")
+    time.sleep(2)  # a peer's record is seen within a second of its start (kopf's peering keepalive)
+
+
 def ready(kube: Kube, plural: str, name: str, reason: str | None = None) -> Callable[[], Any]:
     def check() -> Any:
         obj = kube.get(plural, name)

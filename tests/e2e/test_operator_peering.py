@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kafkaops.testing.stack import start_emulator, start_operator
 
-from conftest import REAL_KUBECONFIG, ROOT, Kube, ready, wait_until
+from conftest import REAL_KUBECONFIG, ROOT, Kube, peers_settled, ready, wait_until
 
 pytestmark = pytest.mark.noida
 API = "kafkaops.io/v1alpha1"
@@ -24,7 +22,7 @@ def test_two_replicas_with_peering_only_one_reconciles(noida) -> None:
                                                   "metadata": {"name": "kafkaops"}})
         replicas = [start_operator(api.kubeconfig, peering="kafkaops") for _ in range(2)]
         try:
-            time.sleep(3)  # the peers see each other; the lower priority pauses
+            peers_settled(replicas, replicas)  # the lower priority pauses
             kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "ha"},
                                           "spec": {"bootstrapServers": [noida.bootstrap]}})
             for i in range(5):
@@ -32,7 +30,7 @@ def test_two_replicas_with_peering_only_one_reconciles(noida) -> None:
                                             "spec": {"clusterRef": {"name": "ha"}, "partitions": 1}})
             for i in range(5):
                 wait_until(ready(kube, "kafkatopics", f"ha-{i}"), timeout=60)
-            handled = ["Handler 'topic_changed' succeeded" in r.log(10**7) for r in replicas]
+            handled = ["KafkaCluster kafka/ha connected" in r.log(10**7) for r in replicas]
             assert handled.count(True) == 1, [r.log(3000) for r in replicas]
         finally:
             for replica in replicas:

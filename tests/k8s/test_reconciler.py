@@ -5,53 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import itertools
+from dataclasses import replace
 
 import pytest
 
 from kafkaops.k8s.context import Clusters, OperatorSettings
+from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
-from kafkaops.k8s.secrets import SecretNotFound
 from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
-API = "kafkaops.io/v1alpha1"
-_uids = itertools.count(1)
-
-
-class SecretReaderDouble:
-    def __init__(self, secrets: dict | None = None) -> None:
-        self.secrets = secrets or {}
-
-    async def read(self, namespace: str, name: str):
-        if (namespace, name) not in self.secrets:
-            raise SecretNotFound(f"Secret {namespace}/{name} not found")
-        return self.secrets[(namespace, name)]
-
-
-def body(kind: str, name: str, spec: dict, namespace: str = "team", created: str | None = None, **metadata) -> dict:
-    uid = next(_uids)
-    return {"apiVersion": API, "kind": kind,
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{uid}", "generation": 1,
-                         "creationTimestamp": created or f"2026-01-01T00:00:{uid % 60:02d}Z", **metadata},
-            "spec": spec}
-
-
-def cluster_body(bootstrap: str, **spec) -> dict:
-    return body("KafkaCluster", "main", {"bootstrapServers": bootstrap.split(","), **spec}, namespace="team")
-
-
-def topic_body(name: str, partitions: int = 1, rf: int = 1, config: dict | None = None, **kw) -> dict:
-    spec = {"clusterRef": {"name": "main"}, "partitions": partitions, "replicationFactor": rf}
-    if config:
-        spec["config"] = config
-    return body("KafkaTopic", name, spec, **kw)
-
-
-def condition(result, type_: str) -> dict:
-    return next(c for c in result.status["conditions"] if c["type"] == type_)
+from k8s_helpers import CatalogDouble, SecretReaderDouble, body, cluster_body, condition, connect, topic_body
 
 
 @pytest.fixture
@@ -64,8 +30,8 @@ async def fake():
 async def reconciler(fake):
     clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
                                                                retry_delay=1.0, metrics_port=None))
-    reconciler = Reconciler(clusters, Metrics())
-    result = await reconciler.cluster_changed(cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete",
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+    result = await connect(reconciler, cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete",
                                                                                           "maxDeletionsPerReconcile": 2}))
     assert condition(result, "Ready")["status"] == "True", result.status
     assert result.status["clusterId"] and len(result.status["brokers"]) == 3 and "CreateTopics" in result.status["features"]["adminApis"]
@@ -84,8 +50,7 @@ async def test_topic_becomes_ready_with_kstatus_fields(reconciler, fake) -> None
     assert result.event is not None and result.event.reason == "Applied"
     topic["status"] = result.status
     again = await reconciler.reconcile(topic)
-    assert condition(again, "Ready")["reason"] == "UpToDate" and again.event is None
-    assert condition(again, "Ready")["lastTransitionTime"] == condition(result, "Ready")["lastTransitionTime"]
+    assert again.status is None and again.event is None, "nothing changed: nothing to write"
 
 
 async def test_invalid_spec_is_stalled_with_the_field_path(reconciler) -> None:
@@ -136,7 +101,8 @@ async def test_missing_cluster_keeps_reconciling_with_backoff(reconciler) -> Non
     topic = topic_body("orphan")
     topic["spec"]["clusterRef"] = {"name": "nowhere"}
     result = await reconciler.reconcile(topic)
-    assert condition(result, "Reconciling")["reason"] == "ClusterNotFound" and result.retry_after == 1.0
+    assert condition(result, "Reconciling")["reason"] == "ClusterNotFound" and result.event is None
+    assert result.retry_after is None and result.waits_for == ("team", "nowhere"), "parked, not retried on a timer"
     assert condition(result, "Stalled")["status"] == "False"
 
 
@@ -189,8 +155,8 @@ async def test_resync_restores_drift_and_reports_it(reconciler, fake) -> None:
 async def test_ownership_survives_a_restart_through_status(reconciler, fake) -> None:
     topic = topic_body("owned", config={"retention.ms": 3600000, "segment.ms": 7200000})
     topic["status"] = (await reconciler.reconcile(topic)).status
-    fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics())  # a restarted operator
-    await fresh.cluster_changed(cluster_body(fake.bootstrap))
+    fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), CatalogDouble(), Metrics())  # a restarted operator
+    await connect(fresh, cluster_body(fake.bootstrap))
     try:
         changed = copy.deepcopy(topic)
         del changed["spec"]["config"]["segment.ms"]
@@ -209,14 +175,14 @@ async def test_unreachable_cluster_and_bad_credentials_are_clear_and_never_leak(
     clusters = Clusters(reader, OperatorSettings(client_overrides={"connect_attempts": 1, "connect_timeout": 0.5,
                                                                    "retry_attempts": 1, "request_timeout": 2.0},
                                                  retry_delay=1.0, metrics_port=None))
-    reconciler = Reconciler(clusters, Metrics())
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
     try:
-        down = await reconciler.cluster_changed(cluster_body("127.0.0.1:1"))
-        assert condition(down, "Reconciling")["reason"] == "ClusterUnreachable" and down.retry_after
-        missing = await reconciler.cluster_changed(cluster_body(fake.bootstrap, sasl={
+        down = await connect(reconciler, cluster_body("127.0.0.1:1"))
+        assert condition(down, "Reconciling")["reason"] == "ClusterUnreachable" and down.retry_after is None
+        missing = await connect(reconciler, cluster_body(fake.bootstrap, sasl={
             "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "absent"}}))
         assert condition(missing, "Ready")["reason"] == "CredentialsInvalid" and "team/absent" in condition(missing, "Ready")["message"]
-        refused = await reconciler.cluster_changed(cluster_body(fake.bootstrap, sasl={
+        refused = await connect(reconciler, cluster_body(fake.bootstrap, sasl={
             "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}))
         assert condition(refused, "Ready")["status"] == "False"
         assert secret not in repr(refused) and secret not in repr(missing)
@@ -224,12 +190,26 @@ async def test_unreachable_cluster_and_bad_credentials_are_clear_and_never_leak(
         await clusters.close_all()
 
 
+async def test_a_secret_the_operator_may_not_read_says_how_to_grant_it(fake) -> None:
+    reader = SecretReaderDouble(forbidden={("team", "creds")})
+    clusters = Clusters(reader, OperatorSettings(metrics_port=None, cluster_wait=5.0))
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+    try:
+        result = await connect(reconciler, cluster_body(fake.bootstrap, sasl={
+            "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}))
+        ready = condition(result, "Ready")
+        assert ready["reason"] == "CredentialsInvalid" and "may not read Secret team/creds" in ready["message"]
+        assert "manifests/secrets-access" in ready["message"]
+    finally:
+        await clusters.close_all()
+
+
 async def test_cross_namespace_use_needs_the_cluster_to_allow_it(fake) -> None:
     clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
                                                                metrics_port=None))
-    reconciler = Reconciler(clusters, Metrics())
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
     try:
-        await reconciler.cluster_changed(cluster_body(fake.bootstrap, allowedNamespaces=[
+        await connect(reconciler, cluster_body(fake.bootstrap, allowedNamespaces=[
             {"namespace": "orders", "topicPrefixes": ["orders."]}]))
         def foreign(name: str, namespace: str) -> dict:
             body = topic_body(name, namespace=namespace)
@@ -269,7 +249,8 @@ async def reconcile_until(reconciler, body, done, rounds: int = 200):
     seen = []
     for _ in range(rounds):
         result = await reconciler.reconcile(body)
-        body["status"] = {**(body.get("status") or {}), **result.status}
+        body["status"] = {**(body.get("status") or {}), **(result.status or {})}
+        result = replace(result, status=body["status"])  # what the API holds after the write
         seen.append(result)
         if done(result):
             return seen
@@ -338,11 +319,11 @@ async def test_a_throttle_left_by_a_dead_operator_is_removed(reconciler, fake) -
             ConfigResource.broker(1): [AlterConfigOp("leader.replication.throttled.rate", "5000000", AlterOp.SET),
                                        AlterConfigOp("follower.replication.throttled.rate", "5000000", AlterOp.SET)]})
         topic["status"][THROTTLE_RECORD] = record.to_entry()
-        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics())
-        await fresh.cluster_changed(cluster_body(fake.bootstrap))
+        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), CatalogDouble(), Metrics())
+        await connect(fresh, cluster_body(fake.bootstrap))
         try:
             result = await fresh.reconcile(topic)
-            assert condition(result, "Ready")["status"] == "True"
+            assert condition(result.status or topic["status"], "Ready")["status"] == "True"
             configs = await admin.describe_configs([ConfigResource.topic("leftover"), ConfigResource.broker(1)])
             dynamic = {k for r in configs.values() for k, e in r.value.items()
                        if e.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG)}
@@ -359,9 +340,9 @@ def replace_throttle(model, rate):
 
 async def test_periodic_preferred_leader_election(fake) -> None:
     clusters = Clusters(SecretReaderDouble(), OperatorSettings(metrics_port=None))
-    reconciler = Reconciler(clusters, Metrics())
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
     try:
-        await reconciler.cluster_changed(cluster_body(fake.bootstrap, preferredLeaderElectionInterval="10m"))
+        await connect(reconciler, cluster_body(fake.bootstrap, preferredLeaderElectionInterval="10m"))
         context = clusters.contexts()[0]
         async with AdminClient.connect(fake.bootstrap) as admin:
             from kafkaops.kafka import NewTopic
@@ -369,12 +350,12 @@ async def test_periodic_preferred_leader_election(fake) -> None:
             await admin.create_topics([NewTopic("lead", 6, 3)])
             await fake.stop_broker(1)
             await fake.start_broker(1)  # leadership stays away from broker 1
-            note = await reconciler.maybe_elect_leaders(context, now=10_000.0)
+            note = await maybe_elect_leaders(context, now=10_000.0)
             assert note is not None and note.reason == "LeadersElected" and "moved back" in note.message
             meta = await admin.metadata(["lead"])
             assert all(p.leader == p.replicas[0] for p in meta.topics["lead"].partitions)
-            assert await reconciler.maybe_elect_leaders(context, now=10_001.0) is None  # not due yet
-            assert await reconciler.maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
+            assert await maybe_elect_leaders(context, now=10_001.0) is None  # not due yet
+            assert await maybe_elect_leaders(context, now=10_000.0 + 601) is None  # due: nothing to do
     finally:
         await clusters.close_all()
 
@@ -408,8 +389,8 @@ async def test_an_operator_restarted_mid_reassignment_resumes_it_and_cleans_the_
         await asyncio.sleep(0.05)
         assert await admin.list_partition_reassignments()  # still moving without us
 
-        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), Metrics(), status_writer=writer)
-        await fresh.cluster_changed(cluster_body(fake.bootstrap, replicationThrottle=5_000_000))
+        fresh = Reconciler(Clusters(SecretReaderDouble(), reconciler.clusters.settings), CatalogDouble(), Metrics(), status_writer=writer)
+        await connect(fresh, cluster_body(fake.bootstrap, replicationThrottle=5_000_000))
         try:
             await reconcile_until(fresh, topic, lambda r: condition(r, "Ready")["status"] == "True")
             info = (await admin.describe_topics(["resume"]))["resume"].value

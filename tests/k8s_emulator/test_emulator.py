@@ -108,7 +108,7 @@ async def test_discovery_lists_core_custom_and_kopf_resources(http: aiohttp.Clie
     by_name = {r["name"]: r for r in kafka["resources"]}
     assert {"kafkatopics", "kafkatopics/status", "kafkaacls", "kafkaclusters", "kafkabrokerconfigs"} <= set(by_name)
     assert by_name["kafkatopics"]["kind"] == "KafkaTopic" and by_name["kafkatopics"]["namespaced"] is True
-    assert by_name["kafkatopics"]["shortNames"] == ["kt"] and by_name["kafkatopics"]["categories"] == ["kafka"]
+    assert by_name["kafkatopics"]["shortNames"] == ["kot"] and by_name["kafkatopics"]["categories"] == ["kafkaops"]
     assert "watch" in by_name["kafkatopics"]["verbs"]
 
     kopf_dev = {r["name"]: r for r in (await call(http, "GET", "/apis/kopf.dev/v1"))[1]["resources"]}
@@ -307,9 +307,11 @@ async def test_patch_flavours_and_replace(http: aiohttp.ClientSession) -> None:
     status, body = await call(http, "PATCH", f"{TOPICS}/t1/status",
                               [{"op": "add", "path": "/status", "value": {"topicName": "t1"}}], JSON_PATCH)
     assert status == 200 and body["status"] == {"topicName": "t1"}
-    for content_type in ("application/strategic-merge-patch+json", "application/apply-patch+yaml", "text/plain"):
+    for content_type in ("application/strategic-merge-patch+json", "text/plain"):
         status, _ = await call(http, "PATCH", f"{TOPICS}/t1", {}, {"Content-Type": content_type})
         assert status == 415
+    status, failed = await call(http, "PATCH", f"{TOPICS}/t1", {}, {"Content-Type": "application/apply-patch+yaml"})
+    assert status == 400 and "fieldManager" in failed["message"]  # server-side apply needs a field manager
     assert (await call(http, "PATCH", f"{TOPICS}/nope", {}, MERGE))[0] == 404
 
     body["spec"] = {"clusterRef": {"name": "other"}}

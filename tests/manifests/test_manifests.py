@@ -17,7 +17,8 @@ HEALTH_LUA = MANIFESTS / "argocd" / "health.lua"
 
 NAMESPACE = "kafkaops-system"
 KAFKAOPS_RESOURCES = ["kafkaclusters", "kafkatopics", "kafkaacls", "kafkabrokerconfigs"]
-CUSTOM_KINDS = {"ClusterKopfPeering", "KopfPeering"}  # no schema in kubernetes-validate's catalogue
+# No schema in kubernetes-validate's catalogue; test_kustomize_builds.py validates them against their CRDs.
+CUSTOM_KINDS = {"ClusterKopfPeering", "KopfPeering", "ServiceMonitor"}
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -75,9 +76,13 @@ def test_kustomization_lists_every_manifest_file() -> None:
 
 
 def test_namespaced_component_lists_its_files() -> None:
-    component = _docs(MANIFESTS / "rbac-namespaced" / "kustomization.yaml")[0]
-    assert component["kind"] == "Component"
-    assert sorted(component["resources"]) == sorted(p.name for p in _manifest_files(MANIFESTS / "rbac-namespaced"))
+    for directory in sorted(p for p in (MANIFESTS / "components").iterdir() if p.is_dir()):
+        component = _docs(directory / "kustomization.yaml")[0]
+        assert component["kind"] == "Component", directory
+        assert sorted(component["resources"]) == sorted(p.name for p in _manifest_files(directory)), directory
+    secrets_access = _docs(MANIFESTS / "secrets-access" / "kustomization.yaml")[0]
+    assert secrets_access["kind"] == "Kustomization"
+    assert secrets_access["resources"] == [p.name for p in _manifest_files(MANIFESTS / "secrets-access")]
 
 
 def test_namespaced_objects_are_in_the_operator_namespace() -> None:
@@ -171,7 +176,6 @@ def test_cluster_role_grants_exactly_what_the_operator_needs() -> None:
     expected |= {
         ("", "events", ("create", "patch")),
         ("events.k8s.io", "events", ("create", "patch")),
-        ("", "secrets", ("get", "list", "watch")),
         ("apiextensions.k8s.io", "customresourcedefinitions", ("get", "list", "watch")),
         ("kopf.dev", "clusterkopfpeerings", ("get", "list", "patch", "watch")),
     }
@@ -191,7 +195,7 @@ def test_service_account_is_the_one_bound() -> None:
 
 
 def test_namespaced_variant_keeps_secrets_in_the_watched_namespace() -> None:
-    directory = MANIFESTS / "rbac-namespaced"
+    directory = MANIFESTS / "components" / "namespaced"
     role = _one("Role", directory)
     binding = _one("RoleBinding", directory)
     watched = role["metadata"]["namespace"]
@@ -200,7 +204,8 @@ def test_namespaced_variant_keeps_secrets_in_the_watched_namespace() -> None:
     cluster_pairs = _rule_pairs(_one("ClusterRole")["rules"])
     namespaced_part = {p for p in cluster_pairs
                        if p[1] not in {"customresourcedefinitions", "clusterkopfpeerings"}}
-    assert pairs == namespaced_part | {("kopf.dev", "kopfpeerings", ("get", "list", "patch", "watch"))}
+    assert pairs == namespaced_part | {("kopf.dev", "kopfpeerings", ("get", "list", "patch", "watch")),
+                                       ("", "secrets", ("get",))}
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kafkaops", "namespace": NAMESPACE}]
     discovery = _one("ClusterRole", directory)
@@ -257,28 +262,6 @@ def test_kustomize_build() -> None:
     assert "namespace" not in peering["metadata"]  # cluster-scoped; kustomize would otherwise add one
     (deployment,) = [doc for doc in built if doc["kind"] == "Deployment"]
     assert "app.kubernetes.io/part-of" not in deployment["spec"]["selector"]["matchLabels"]
-
-
-def test_kustomize_build_of_the_namespaced_variant(tmp_path: Path) -> None:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-        "resources": [os.path.relpath(MANIFESTS, overlay)],
-        "components": [os.path.relpath(MANIFESTS / "rbac-namespaced", overlay)],
-    }))
-    built = _build(overlay)
-    names = {(doc["kind"], doc["metadata"]["name"]) for doc in built}
-    assert ("ClusterRole", "kafkaops") not in names and ("ClusterRoleBinding", "kafkaops") not in names
-    assert ("ClusterKopfPeering", "kafkaops") not in names
-    assert {("Role", "kafkaops"), ("RoleBinding", "kafkaops"), ("KopfPeering", "kafkaops"),
-            ("ClusterRole", "kafkaops-discovery"), ("Deployment", "kafkaops")} <= names
-    (deployment,) = [doc for doc in built if doc["kind"] == "Deployment"]
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--all-namespaces" not in args and args[args.index("--namespace") + 1] == "kafka-apps"
-    assert args[args.index("--peering") + 1] == "kafkaops"
-    cluster_rules = [rule for doc in built if doc["kind"] == "ClusterRole" for rule in doc["rules"]]
-    assert not any("secrets" in rule["resources"] for rule in cluster_rules)  # Secrets only via the Role
 
 
 # --- Argo CD health check -------------------------------------------------------------------------

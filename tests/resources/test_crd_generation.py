@@ -88,7 +88,7 @@ def test_crd_names_columns_and_status(kind: str) -> None:
     info = KINDS[kind]
     names = crd["spec"]["names"]
     assert crd["metadata"]["name"] == f"{info.plural}.kafkaops.io"
-    assert (names["plural"], names["singular"], names["categories"]) == (info.plural, info.singular, ["kafka"])
+    assert (names["plural"], names["singular"], names["categories"]) == (info.plural, info.singular, ["kafkaops"])
     assert crd["spec"]["scope"] == "Namespaced" and crd["spec"]["group"] == "kafkaops.io"
     (version,) = crd["spec"]["versions"]
     assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
@@ -107,7 +107,8 @@ def test_crd_names_columns_and_status(kind: str) -> None:
 def test_kind_specific_names_and_fields() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in generate_crds()}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
-    assert short == {"KafkaCluster": ["kc"], "KafkaTopic": ["kt"], "KafkaAcl": ["kacl"], "KafkaBrokerConfig": ["kbc"]}
+    assert short == {"KafkaCluster": ["kocl"], "KafkaTopic": ["kot"], "KafkaAcl": ["koacl"],
+                     "KafkaBrokerConfig": ["kobc"]}
     topic_version = crds["KafkaTopic"]["spec"]["versions"][0]
     columns = {c["name"]: c["jsonPath"] for c in topic_version["additionalPrinterColumns"]}
     assert columns["PARTITIONS"] == ".status.partitions" and columns["RF"] == ".status.replicationFactor"
@@ -159,3 +160,20 @@ def test_kubernetes_validate_strict() -> None:
     run = subprocess.run([tool, "--strict", *files], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.count("passed") == len(files)
+
+
+# Names other Kafka operators' CRDs answer to (docs/architecture.md): Strimzi's short names,
+# category and kind Kafka; Confluent for Kubernetes' and Redpanda's kinds (plural/singular).
+OTHER_OPERATORS_NAMES = {
+    "k", "kt", "kc", "ku", "kb", "kr", "knp", "kmm", "kmm2", "kctr", "strimzi", "kafka", "kafkas",
+    "confluent", "redpanda", "redpandas", "topic", "topics", "user", "users", "schema", "schemas",
+}
+
+
+def test_short_names_and_category_collide_with_no_other_kafka_operator() -> None:
+    for crd in generate_crds():
+        names = crd["spec"]["names"]
+        claimed = {*names["shortNames"], *names["categories"]}
+        assert not claimed & OTHER_OPERATORS_NAMES, (names["kind"], claimed & OTHER_OPERATORS_NAMES)
+        assert all(short.startswith("ko") for short in names["shortNames"])
+        assert names["categories"] == ["kafkaops"]

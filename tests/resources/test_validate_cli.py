@@ -32,10 +32,11 @@ def test_errors_exit_1_one_line_per_issue(tmp_path: Path) -> None:
     code, out = run("validate", str(path))
     assert code == 1
     lines = out.strip().splitlines()
-    assert lines[0] == f"{path}[1] KafkaTopic/orders: spec.partitions: 0 partitions: a topic needs at least 1 " \
-                       "(InvalidPartitionCount)"
-    assert lines[1].startswith(f"{path}[1] KafkaTopic/orders: spec.config.retention.msec: 'retention.msec' is not a "
-                               "Kafka topic config; did you mean retention.ms? (UnknownConfigKey)")
+    # file:line:column of the field (line 16 `  partitions: 0`, line 19 `    retention.msec: 1`)
+    assert lines[0] == f"{path}:16:3: [1] KafkaTopic/orders: spec.partitions: 0 partitions: a topic needs at least " \
+                       "1 (InvalidPartitionCount)"
+    assert lines[1].startswith(f"{path}:19:5: [1] KafkaTopic/orders: spec.config.retention.msec: 'retention.msec' is "
+                               "not a Kafka topic config; did you mean retention.ms? (UnknownConfigKey)")
     assert lines[-1] == "2 resources in 1 file: 1 valid, 1 invalid; 2 errors, 0 warnings"
 
 
@@ -58,8 +59,8 @@ def test_warnings_alone_exit_0_unless_strict(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(dump(topic("t", topicName="__t")))
     code, out = run("validate", str(path))
-    assert code == 0 and out.splitlines()[0] == f"{path}[0] KafkaTopic/t: spec.topicName: '__t': names starting with " \
-        "'__' are for Kafka's internal topics (ReservedTopicName)"
+    assert code == 0 and out.splitlines()[0] == f"{path}:10:3: [0] KafkaTopic/t: spec.topicName: '__t': names " \
+        "starting with '__' are for Kafka's internal topics (ReservedTopicName)"
     code, out = run("validate", "-o", "json", str(path))
     assert code == 0 and json.loads(out)["valid"] is True
     assert run("validate", "--strict", str(path))[0] == 1
@@ -70,15 +71,37 @@ def test_skipped_documents_and_syntax_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.yml").write_text("a: [\n")
     code, out = run("validate", "-v", str(tmp_path))
     assert code == 1
-    assert f"{tmp_path / 'bad.yml'}[0]: YAML syntax error at line 2" in out
+    assert f"{tmp_path / 'bad.yml'}:2:1: [0]: YAML syntax error at line 2" in out
     assert f"note: {tmp_path / 'cm.yaml'}[0]: skipped: v1/ConfigMap is not a kafkaops.io resource" in out
     assert out.strip().endswith("1 document skipped")
 
 
-def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    assert run("validate")[0] == 2
-    assert run("validate", str(tmp_path / "missing"))[0] == 2
-    assert run("validate", "-o", "xml", str(tmp_path))[0] == 2
+def test_github_annotations(tmp_path: Path) -> None:
+    path = tmp_path / "orders.yaml"
+    path.write_text(dump(cluster(), topic("orders", partitions=0, config={"retention.msec": 1}), topic("t", topicName="__t")))
+    code, out = run("validate", "-o", "github", str(path))
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[0] == (f"::error file={path},line=16,col=3,title=InvalidPartitionCount::KafkaTopic/orders: "
+                        "spec.partitions: 0 partitions: a topic needs at least 1")
+    assert lines[1].startswith(f"::error file={path},line=19,col=5,title=UnknownConfigKey::KafkaTopic/orders: ")
+    assert lines[2].startswith(f"::warning file={path},line=30,col=3,title=ReservedTopicName::KafkaTopic/t: "
+                               "spec.topicName: '__t'")
+    assert lines[3] == "3 resources in 1 file: 2 valid, 1 invalid; 2 errors, 1 warning"
+
+
+def test_json_issues_carry_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(dump(topic("orders", replicationFactor=40000)))
+    (error,) = json.loads(run("validate", "-o", "json", str(path))[1])["errors"]
+    assert (error["line"], error["column"]) == (9, 3)
+
+
+def test_usage_errors_exit_1(tmp_path: Path) -> None:
+    # kafkaops maps click's usage errors (2) to 1: 2 only ever means "changes pending" (plan)
+    assert run("validate")[0] == 1
+    assert run("validate", str(tmp_path / "missing"))[0] == 1
+    assert run("validate", "-o", "xml", str(tmp_path))[0] == 1
 
 
 def test_crds_prints_every_crd() -> None:

@@ -8,16 +8,18 @@ from kafkaops.resources.crds import drifted_files, render_crds, write_crds
 
 
 @click.command()
-@click.option("--output-dir", "output_dir", type=click.Path(file_okay=False), default=None,
-              help="Write one file per kind into this directory instead of printing.")
-@click.option("--check", "check_dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="Exit 1 if the CRD files in this directory differ from the generated ones.")
+@click.option("--output-dir", "output_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Write one file per kind here [stdout].")
+@click.option("--check", "check_dir", type=click.Path(file_okay=False, exists=True), default=None, metavar="DIR",
+              help="Exit 1 if the files in DIR differ.")
 def crds(output_dir: str | None, check_dir: str | None) -> None:
-    """Print the CustomResourceDefinitions of the kafkaops.io kinds as multi-document YAML.
+    """Print the CustomResourceDefinitions of the kafkaops.io kinds (YAML).
 
     \b
-    kafkaops crds | kubectl apply -f -
-    kafkaops crds --output-dir crds/
+    Examples:
+      kafkaops crds | kubectl apply -f -
+      kafkaops crds --output-dir crds/
+      kafkaops crds --check crds/               # in CI: exit 1 when crds/ drifted
     """
     if check_dir is not None:
         drifted = drifted_files(check_dir)

@@ -8,12 +8,28 @@ until Ctrl-C or SIGTERM and then stops its listeners cleanly.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import signal
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kafkaops.testing.fake_cluster import FakeClusterDouble
+from kafkaops.cli.extras import require_test_doubles
+
+if TYPE_CHECKING:  # the test double is imported only when the command runs (the `dev` extra)
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
+
+
+def at_least(low: float) -> Any:
+    """A bound check (an IntRange/FloatRange would print its range in --help)."""
+
+    def check(_ctx: click.Context, param: click.Parameter, value: float) -> float:
+        if value < low:
+            raise click.BadParameter(f"{value} is below {low}", param=param)
+        return value
+
+    return check
 
 
 def _racks(value: str | None) -> list[str] | None:
@@ -23,13 +39,20 @@ def _racks(value: str | None) -> list[str] | None:
     return racks or None
 
 
-async def _serve(cluster: FakeClusterDouble) -> None:
+async def _serve(cluster: FakeClusterDouble, control_port: int | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with cluster:
+        control = None
+        if control_port is not None:
+            from kafkaops.testing.fake.control import control_server
+
+            control = await control_server(cluster, control_port).start()
         click.echo(cluster.bootstrap)
+        if control is not None:
+            click.echo(control.url)  # the second line: the fault-injection endpoint (docs/reliability.md)
         sys.stdout.flush()
         state = cluster.state
         click.echo(
@@ -38,47 +61,58 @@ async def _serve(cluster: FakeClusterDouble) -> None:
             err=True,
         )
         await stop.wait()
+        if control is not None:
+            await control.stop()
     click.echo("fake Kafka cluster stopped", err=True)
 
 
-@click.command("dev-cluster")
-@click.option("--brokers", type=click.IntRange(min=1), default=3, show_default=True, help="Number of brokers.")
-@click.option(
-    "--port",
-    type=click.IntRange(min=0, max=65535),
-    default=19092,
-    show_default=True,
-    help="First broker port; brokers use consecutive ports. 0: a free port per broker.",
-)
-@click.option("--racks", default=None, help="Comma list of rack names, assigned to brokers round-robin.")
-@click.option("--first-broker-id", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Broker ids count up from this one (Strimzi clusters start at 0).")
-@click.option("--mode", type=click.Choice(["kraft", "zk"]), default="kraft", show_default=True)
-@click.option(
-    "--tick-interval",
-    type=click.FloatRange(min=0),
-    default=0.1,
-    show_default=True,
-    help="Seconds per virtual tick (reassignment progress); 0 disables the ticker.",
-)
-@click.option("--no-acls", is_flag=True, help="Run without an authorizer (ACL calls answer SECURITY_DISABLED).")
-def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
-                no_acls: bool) -> None:
-    """Run a fake multi-broker Kafka cluster (a test double) on 127.0.0.1.
+def cluster_seed(port: int) -> int:
+    """Each dev cluster gets its own cluster id (and placement): derived from its first port, so the
+    same command gives the same id again; random with --port 0. Snapshots of two clusters then
+    never look like one."""
+    return port if port else secrets.randbelow(2**31)
 
-    Prints the bootstrap servers first, then runs until Ctrl-C or SIGTERM.
+
+@click.command("dev-cluster")
+@click.option("--brokers", type=int, callback=at_least(1), default=3, metavar="N", help="Number of brokers [3].")
+@click.option("--port", type=int, callback=at_least(0), default=19092, metavar="PORT",
+              help="First broker port, then +1 each; 0: free ports [19092].")
+@click.option("--racks", default=None, metavar="LIST", help="Rack names, assigned round-robin (a,b,c).")
+@click.option("--first-broker-id", type=int, callback=at_least(0), default=1, metavar="N",
+              help="The first broker id (Strimzi: 0) [1].")
+@click.option("--mode", type=click.Choice(["kraft", "zk"]), default="kraft", help="Metadata mode [kraft].")
+@click.option("--tick-interval", type=float, callback=at_least(0), default=0.1, metavar="SEC",
+              help="Seconds per virtual tick (moves); 0: none [0.1].")
+@click.option("--no-acls", is_flag=True, help="No authorizer (ACL calls: SECURITY_DISABLED).")
+@click.option("--control-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
+              default=None, metavar="PORT", help="Serve fault hooks over HTTP (docs/reliability.md); 0: free port.")
+def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
+                no_acls: bool, control_port: int | None) -> None:
+    """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
+
+    \b
+    Examples:
+      kafkaops dev-cluster &                    # 3 brokers on 127.0.0.1:19092-19094
+      kafkaops dev-cluster --brokers 9 --port 0 --racks a,b,c --first-broker-id 0
+
+    Prints the bootstrap servers first (one line on stdout; then the control URL with
+    --control-port). Each cluster has its own cluster id, derived from --port (random with --port 0).
     """
+    require_test_doubles("dev-cluster")
+    from kafkaops.testing.fake_cluster import FakeClusterDouble
+
     cluster = FakeClusterDouble(
         brokers,
         racks=_racks(racks),
         first_broker_id=first_broker_id,
         mode=mode,  # type: ignore[arg-type]
         base_port=port,
+        seed=cluster_seed(port),
         tick_interval=tick_interval or None,
         acls_enabled=not no_acls,
     )
     try:
-        asyncio.run(_serve(cluster))
+        asyncio.run(_serve(cluster, control_port))
     except KeyboardInterrupt:
         pass
     except OSError as exc:

@@ -8,7 +8,7 @@ import re
 
 import click
 
-from kafkaops.cli.options import regex_option
+from kafkaops.cli.options import connection_option_list, connection_overrides, regex_option, require
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import AdminClient
 from kafkaops.kafka.errors import KafkaOpsError
@@ -16,21 +16,28 @@ from kafkaops.reconcile.leaders import Election, PartitionElection, elect_prefer
 
 
 @click.command("elect-leaders")
-@click.option("--bootstrap-server", required=True, help="HOST:PORT[,HOST:PORT...] of the cluster.")
-@click.option("--command-config", type=click.Path(exists=True, dir_okay=False),
-              help="Kafka client properties (security.protocol, sasl.*, ssl.*).")
-@click.option("--topics", callback=regex_option, help="Only topics whose name matches this regular expression.")
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def elect_leaders(bootstrap_server: str, command_config: str | None, topics: re.Pattern[str] | None, output: str) -> None:
-    """Move leadership back to each partition's preferred replica (the first in its assignment).
+@click.option("--bootstrap-server", metavar="HOST:PORT", help="The cluster.")
+@click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Kafka client.properties (TLS, SASL).")
+@click.option("--topics", callback=regex_option, metavar="REGEX", help="Only topics matching REGEX.")
+@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", help="text or json [text].")
+@connection_option_list()
+def elect_leaders(bootstrap_server: str | None, command_config: str | None, topics: re.Pattern[str] | None,
+                  output: str, connect_timeout: float, retry_budget: float) -> None:
+    """Move leadership back to each partition's preferred replica (first in its assignment).
 
-    Reads the cluster's metadata once, elects every partition (of the matching topics) whose
-    leader is not its preferred replica in one ElectLeaders request, and reports each one:
-    elected, not-needed, or failed with Kafka's reason. Exit 1 when any election failed or the
-    cluster cannot do elections (ElectLeaders, API key 43).
+    \b
+    Examples:
+      kafkaops elect-leaders --bootstrap-server kafka:9092
+      kafkaops elect-leaders --bootstrap-server kafka:9092 --topics '^orders\\.' -o json
+
+    One ElectLeaders request for every partition led by another replica; each is reported
+    (elected, not-needed, failed). Exit 1 when any failed or elections are unsupported.
     """
+    bootstrap_server = require(bootstrap_server, "--bootstrap-server")
+    overrides = connection_overrides(connect_timeout, retry_budget)
     try:
-        elections, problem = asyncio.run(_run(bootstrap_server, command_config, topics))
+        elections, problem = asyncio.run(_run(bootstrap_server, command_config, topics, overrides))
     except (KafkaOpsError, OSError, ValueError) as exc:
         click.echo(f"error: {exc}", err=True)
         raise SystemExit(1) from None
@@ -58,7 +65,8 @@ def elect_leaders(bootstrap_server: str, command_config: str | None, topics: re.
     raise SystemExit(1 if failed or problem is not None else 0)
 
 
-async def _run(bootstrap: str, command_config: str | None,
-               topics: re.Pattern[str] | None) -> tuple[list[PartitionElection], object]:
-    async with AdminClient.connect(bootstrap, settings=client_settings(bootstrap, command_config)) as admin:
+async def _run(bootstrap: str, command_config: str | None, topics: re.Pattern[str] | None,
+               overrides: dict[str, object]) -> tuple[list[PartitionElection], object]:
+    settings = client_settings(bootstrap, command_config, **overrides)
+    async with AdminClient.connect(bootstrap, settings=settings) as admin:
         return await elect_preferred(admin, topics)

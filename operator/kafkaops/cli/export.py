@@ -13,7 +13,13 @@ from pathlib import Path
 
 import click
 
-from kafkaops.cli.options import regex_option
+from kafkaops.cli.options import (
+    connection_option_list,
+    connection_overrides,
+    old_spelling,
+    regex_option,
+    require,
+)
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import (
     AclBindingFilter,
@@ -74,58 +80,43 @@ def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> s
 
 
 @click.command("export")
-@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,HOST:PORT...]",
-              help="The cluster to export from.")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", help="The cluster to export from.")
 @click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="Kafka client.properties for TLS/SASL (as for the Kafka CLI tools).")
-@click.option("--topics", "topics", metavar="REGEX", callback=regex_option,
-              help="Export only topics whose name matches REGEX (searched anywhere in the name; anchor "
-                   "with ^ and $). ACLs and broker configs are not filtered by it.")
-@click.option("--include", "include", default=",".join(_INCLUDE_ORDER), show_default=True, callback=_include,
-              metavar="LIST", help="Comma list of what to export: topics, acls, broker-configs.")
-@click.option("--cluster-name", default="exported", show_default=True, callback=_cluster_name, metavar="NAME",
-              help="metadata.name of the exported KafkaCluster; every other document's clusterRef names it.")
-@click.option("--include-internal", is_flag=True,
-              help="Also export internal and platform topics (__consumer_offsets, _schemas, connect-*, ...).")
-@click.option("--out", "out", type=click.Path(), default=None, metavar="PATH",
-              help="Where to write. Default: stdout. A directory (existing, or PATH ending in '/') gets one "
-                   "file per kind: cluster.yaml, topics.yaml, acls.yaml, broker-configs.yaml (replaced if "
-                   "present). Any other PATH gets one multi-document file.")
-def export(bootstrap: str, command_config: str | None, topics: re.Pattern[str] | None, include: frozenset[str],
-           cluster_name: str, include_internal: bool, out: str | None) -> None:
-    """Write manifests for what a cluster holds, so that an existing cluster can be adopted.
-
-    \b
-    Exports:
-      - a KafkaCluster (--cluster-name, the bootstrap servers, TLS/SASL as used here;
-        topicDeletion left at Retain), so that plan and apply on the exported files need no
-        --bootstrap-server (credentials: --command-config, or <config dir>/NAME.properties);
-      - one KafkaTopic per topic: partitions, replicationFactor, and only the configs set on
-        the topic (not defaults). Topic names that are not valid Kubernetes names get a
-        sanitised metadata.name with a hash, and spec.topicName;
-      - one KafkaAcl per principal (needs an authorizer; skipped with a note otherwise);
-      - KafkaBrokerConfigs for the dynamic cluster-wide default and per-broker configs.
-
-    \b
-    Left out, each with a note on stderr:
-      - sensitive configs (passwords, JAAS): their values are secret and never written;
-      - values `kafkaops validate` would reject, and ACL bindings manifests cannot express
-        (resource type User). A principal with a binding that would not validate is left out
-        whole, since a KafkaAcl owns all of its principal's bindings;
-      - internal topics (unless --include-internal).
-
-    `kafkaops plan` on the result reports no changes. The export is a starting point:
-    review it (names, what to leave unmanaged) before committing it.
+              help="Kafka client.properties (TLS, SASL).")
+@click.option("--cluster", "cluster_name", default="exported", callback=_cluster_name, metavar="NAME",
+              help="The KafkaCluster's name [exported].")
+@old_spelling("--cluster-name", "--cluster", "cluster_name", callback_check=_cluster_name)
+@click.option("--output-dir", "output_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="One file per kind here [default: stdout].")
+@click.option("--out", "out", hidden=True, type=click.Path(), default=None)  # old spelling, warned below
+@click.option("--topics", "topics", metavar="REGEX", callback=regex_option, help="Only topics matching REGEX.")
+@click.option("--include", "include", default=",".join(_INCLUDE_ORDER), callback=_include, metavar="LIST",
+              help="topics,acls,broker-configs [all].")
+@click.option("--include-internal", is_flag=True, help="Also internal topics (__consumer_offsets...).")
+@connection_option_list()
+def export(bootstrap: str | None, command_config: str | None, cluster_name: str, output_dir: str | None,
+           out: str | None, topics: re.Pattern[str] | None, include: frozenset[str], include_internal: bool,
+           connect_timeout: float, retry_budget: float) -> None:
+    """Write manifests for what a cluster holds, to adopt it (then plan: no changes).
 
     \b
     Examples:
-      kafkaops export --bootstrap-server kafka:9092 --out clusters/prod/ --cluster-name prod
+      kafkaops export --bootstrap-server kafka:9092 --cluster prod --output-dir clusters/prod/
       kafkaops export --bootstrap-server kafka:9093 --command-config admin.properties \\
           --topics '^orders\\.' --include topics > orders.yaml
+
+    Topic configs set on topics only; secrets and internal topics are left out, with a
+    note on stderr. Details: docs/cli.md.
     """
+    bootstrap = require(bootstrap, "--bootstrap-server")
+    if out is not None:
+        click.echo("kafkaops: --out is deprecated; use --output-dir DIR, or > FILE for one file (the old spelling "
+                   "still works for now)", err=True)
+    if output_dir is not None:
+        out = output_dir.rstrip("/\\") + "/"  # always a directory: one file per kind
     servers = [s.strip() for s in bootstrap.split(",") if s.strip()]
     try:
-        settings = client_settings(bootstrap, command_config)
+        settings = client_settings(bootstrap, command_config, **connection_overrides(connect_timeout, retry_budget))
     except ValueError as exc:  # bad bootstrap list, unreadable or invalid client.properties
         raise click.UsageError(str(exc)) from None
     access = ClusterAccess.of(settings.security)

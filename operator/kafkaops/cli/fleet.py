@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import click
 
+from kafkaops.cli.extras import require_extra
+from kafkaops.cli.options import old_spelling, require
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -14,11 +16,11 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 PLAN_HELP = """Plan the whole fleet on Spark: changes, drift, orphans, policy, access.
 
 \b
-  kafkaops fleet plan -f repo/ --observed snapshots/ --output-dir out/
-  kafkaops fleet plan -f repo/ --observed s3a://b/snaps --output-dir s3a://b/fleet --master yarn
+Examples:
+  kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
+  kafkaops fleet plan --desired s3a://git/clusters --observed s3a://snaps --output-dir s3a://out
 
-Writes Parquet datasets, report.html, summary.md. Exit 0: clean, 2: changes pending,
-1: a problem (the error says which). See docs/fleet.md.
+Parquet datasets, report.html, summary.md. Exit 0 none, 2 changes, 1 error. docs/fleet.md.
 """
 
 
@@ -34,55 +36,44 @@ def _conf(values: tuple[str, ...]) -> dict[str, str]:
 
 @click.group()
 def fleet() -> None:
-    """Fleet-wide planning over many clusters, on Spark (see `kafkaops fleet plan --help`)."""
+    """Fleet-wide planning over many clusters, on Spark.
 
-
-def _deprecated(new: str):
-    """The callback of an old spelling kept hidden: it still works and says what replaced it."""
-    def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
-        if value not in (None, ()):
-            click.echo(f"Warning: {param.opts[0]} is deprecated; use {new}.", err=True)
-        return value
-    return callback
+    \b
+    Examples:
+      kafkaops snapshot --bootstrap-server kafka:9092 --cluster prod --output-dir snapshots/
+      kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
+    """
 
 
 @fleet.command("plan", help=PLAN_HELP)
-@click.option("-f", "--filename", "desired", multiple=True, metavar="PATH",
-              help="Manifests (dir or file).  [required]")
-@click.option("--desired", "desired_old", multiple=True, hidden=True, callback=_deprecated("-f/--filename"))
-@click.option("--observed", required=True, metavar="PATH",
-              help="The snapshots' directory.")
-@click.option("--output-dir", "out", default=None, metavar="DIR",
-              help="Where outputs go (replaced).  [required]")
-@click.option("--out", "out_old", default=None, hidden=True, callback=_deprecated("--output-dir"))
-@click.option("--master", default=None, metavar="URL",
-              help="Spark master [default: local[*]].")
-@click.option("--policy", default=None, metavar="FILE", help="Policy rules (YAML).")
-@click.option("--prune", is_flag=True,
-              help="Plan deleting undeclared topics.")
+@click.option("--desired", "desired", multiple=True, metavar="PATH",
+              help="Manifests (repeatable; Hadoop paths too).")
+@click.option("--observed", metavar="PATH", help="Snapshots: PATH/<cluster>/header.json...")
+@click.option("--output-dir", "out", metavar="DIR", help="Datasets and report go here (replaced).")
+@old_spelling("--out", "--output-dir", "out")
+@click.option("--master", default=None, metavar="URL", help="Spark master [local[*]].")
+@click.option("--policy", default=None, metavar="FILE", help="Policy file (YAML, docs/fleet.md).")
+@click.option("--prune", is_flag=True, help="Plan deleting undeclared topics.")
 @click.option("--internal-topics", default=DEFAULT_PROTECTED_TOPICS, metavar="REGEX",
-              help="Never orphans nor pruned.")
-@click.option("--access-from", type=click.Choice(["observed", "desired"]), default="observed",
-              metavar="observed|desired", help="ACLs of clusters or manifests.")
-@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting; repeatable.")
-@click.option("--driver-memory", default=None, metavar="SIZE",
-              help="Local mode's memory [default: 4g].")
+              help="Never orphans nor pruned [__*, ...].")
+@click.option("--access-from", type=click.Choice(["observed", "desired"]), default="observed", metavar="FROM",
+              help="observed (ACLs) or desired [observed].")
+@click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
+@click.option("--driver-memory", default=None, metavar="SIZE", help="Driver memory in local mode [4g].")
 @click.option("--spark-ui", is_flag=True, help="Keep Spark's web UI on.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Spark's and Java's own output.")
-def plan(desired: tuple[str, ...], desired_old: tuple[str, ...], observed: str, out: str | None,
-         out_old: str | None, master: str | None, policy: str | None, prune: bool, internal_topics: str,
-         access_from: str, conf: tuple[str, ...], driver_memory: str | None, spark_ui: bool, verbose: bool) -> None:
+def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master: str | None, policy: str | None,
+         prune: bool, internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
+         spark_ui: bool, verbose: bool) -> None:
+    if not desired:
+        raise click.UsageError("Missing option '--desired'.")
+    observed, out = require(observed, "--observed"), require(out, "--output-dir")
     import re
 
+    require_extra("fleet", "fleet")
     from kafkaops.fleet.errors import FleetError
     from kafkaops.fleet.pipeline import FleetOptions, run
 
-    desired = desired + desired_old
-    if not desired:
-        raise click.UsageError("Missing option '-f' / '--filename': the manifests (a directory or file).")
-    out = out or out_old
-    if out is None:
-        raise click.UsageError("Missing option '--output-dir': where the datasets and the report go.")
     try:
         re.compile(internal_topics)
     except re.error as exc:
@@ -91,7 +82,7 @@ def plan(desired: tuple[str, ...], desired_old: tuple[str, ...], observed: str, 
                            _conf(conf), driver_memory, spark_ui, verbose)
     try:
         result = run(options, echo=lambda line: click.echo(line, err=True))
-    except FleetError as exc:
+    except FleetError as exc:  # the arguments are checked before Spark starts: one line per mistake
         for line in str(exc).splitlines():
             click.echo(f"Error: {line}", err=True)
         raise SystemExit(EXIT_ERROR) from None

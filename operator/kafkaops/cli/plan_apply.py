@@ -19,139 +19,68 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
 
 import click
 
+from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, summary_line
+from kafkaops.cli.options import (
+    allow_empty_option,
+    connection_options,
+    connection_overrides,
+    no_manifests_message,
+    seconds,
+)
+from kafkaops.cli.progress import ProgressDisplay
 from kafkaops.cli.render import (
-    ClusterResult,
     RunResult,
     cluster_failure_text,
     invalid_count,
     plan_text,
     report_text,
-    resource_identity,
     run_json,
     unroutable_text,
     validation_text,
 )
-from kafkaops.cli.targets import Target, TargetError, Unroutable, resolve_targets
-from kafkaops.kafka import AdminClient, Batcher
-from kafkaops.kafka.errors import KafkaOpsError
-from kafkaops.reconcile.actions import Action, Plan, Problem, ResourcePlan
-from kafkaops.reconcile.apply import problem_from_exception
-from kafkaops.reconcile.engine import Engine, Planned, RunOptions
-from kafkaops.reconcile.outcome import Outcome, Report, State
-from kafkaops.reconcile.ownership import (
-    FileOwnershipStore,
-    NoOwnershipStore,
-    Ownership,
-    OwnershipFileError,
-    OwnershipStore,
+from kafkaops.cli.sessions import (
+    ReportingStore,
+    Session,
+    apply_session,
+    close_sessions,
+    make_store,
+    plan_sessions,
+    unanswered,
 )
-from kafkaops.resources.models import Resource
+from kafkaops.cli.targets import Target, TargetError, Unroutable, resolve_targets
+from kafkaops.reconcile.engine import RunOptions
+from kafkaops.reconcile.ownership import OwnershipStore
 from kafkaops.resources.validation import ValidatedSet, load_and_validate
 
 DEFAULT_STATE_FILE = ".kafkaops/state.json"
-# More resources with steps than this get a progress display while they are applied.
-PROGRESS_THRESHOLD = 20
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# --- help texts (shared by both commands) ----------------------------------------------------
+# --- help (short; the long explanations are in docs/cli.md) ----------------------------------------
 
-_PATHS_HELP = """\
-Each PATH (-f, repeatable) is a file or a directory searched recursively for *.yaml and
-*.yml. Files may hold several documents; documents that are not kafkaops.io resources are
-skipped with a note. An invalid manifest is reported with its file, document index, field
-path and reason, and nothing is sent to Kafka for it; the valid resources of the same run
-are still processed."""
-
-_CLUSTERS_HELP = """\
-\b
-Which cluster each resource goes to:
-  --bootstrap-server HOST:PORT
-      every resource in PATH goes to that cluster, whatever its clusterRef says
-      (a single KafkaCluster in PATH still supplies the topicDeletion policy).
-  without --bootstrap-server
-      each resource goes to the KafkaCluster its clusterRef names, which must be
-      among the manifests in PATH (so `-f clusters/` covers a whole repository).
-      Credentials: --command-config FILE for every cluster; else the file
-      <config dir>/<cluster name>.properties when it exists (config dir:
-      --config-dir, $KAFKAOPS_CONFIG_DIR, or ~/.config/kafkaops); else the
-      KafkaCluster's own TLS settings (system CAs) and no SASL.
-  --command-config is a Kafka client.properties file (security.protocol, sasl.*,
-  ssl.*). Passwords never appear in the output."""
-
-_STATE_HELP = """\
-\b
-State file: kafkaops records there which config keys it set on each topic and
-broker, so that a key removed from a manifest is reset to Kafka's default only
-when kafkaops set it (keys set by others are never touched). Default:
-$KAFKAOPS_STATE, else .kafkaops/state.json in the current directory (keep it,
-e.g. in CI cache or next to the manifests; it holds no secret values, only
-salted fingerprints of sensitive ones). `plan` only reads it; `apply` updates it.
---no-state remembers nothing: removed keys are then never reset."""
-
-PLAN_HELP = f"""Show what `kafkaops apply` would change, without changing anything.
-
-Validates the manifests, reads the cluster(s), and prints a diff per resource:
-`+` create, `~` update (each changed field as old -> new), `-` delete, and `!`
-for a resource whose change is refused (a partition decrease, say) with the
-reason. Coloured on a terminal.
-
-{_PATHS_HELP}
-
-{_CLUSTERS_HELP}
-
-{_STATE_HELP}
+PLAN_HELP = """Show what `kafkaops apply` would change. Exit 0 none, 2 pending, 1 error.
 
 \b
-Exit status:
-  0  nothing to do
-  2  changes are pending
-  1  an error: an invalid manifest, a cluster that cannot be reached or
-     planned, a resource with no cluster, or a change the plan refuses
-     (the plan of everything valid is still shown)
+Examples:
+  kafkaops plan -f clusters/                # each resource to the cluster its clusterRef names
+  kafkaops plan -f topics/ --bootstrap-server kafka:9092 --command-config admin.properties
+  kafkaops plan -f clusters/prod --prune -o json > plan.json
 """
 
-APPLY_HELP = f"""Apply the manifests: show the plan, ask, apply, wait, report each resource.
-
-Shows the same plan as `kafkaops plan`, asks for confirmation (unless --yes),
-applies every change in batched requests, waits until Kafka shows each change
-complete (unless --no-wait), and prints each resource's outcome. A failure
-stops only the resource it concerns: the others are still applied. A progress
-bar is shown on a terminal when many resources change.
-
-Without --yes, apply needs a terminal to ask on: when stdin is not a terminal
-(CI), it prints the plan and exits 1 without changing anything.
-
-Deletion safety: a topic absent from the manifests is never deleted unless
---prune is given AND the KafkaCluster's topicDeletion.policy is Delete; if more
-topics would be deleted than its topicDeletion.maxDeletionsPerReconcile, none
-is, and the output says why. Kafka's internal topics are never pruned.
-
---validate-only sends every create and config change with Kafka's
-validate-only flag: the brokers check them and nothing is changed (ACL and
-topic deletions have no such mode and are skipped, with a note).
-
-{_PATHS_HELP}
-
-{_CLUSTERS_HELP}
-
-{_STATE_HELP}
+APPLY_HELP = """Show the plan, ask, apply, wait, report. Exit 0 ok, 1 error, 130 Ctrl-C.
 
 \b
-Exit status:
-  0  every resource succeeded (or there was nothing to do)
-  1  any resource failed, any manifest was invalid, a cluster could not be
-     reached, or the apply was not confirmed (the valid resources of other
-     clusters and files are still applied)
+Examples:
+  kafkaops apply -f clusters/prod           # asks before changing anything
+  kafkaops apply -f topics/ --bootstrap-server kafka:9092 --yes --prune
 """
 
 
@@ -161,29 +90,23 @@ Exit status:
 def common_options(command: F) -> F:
     """Options plan and apply share (applied bottom-up, so they list in this order)."""
     options = [
-        click.option("-f", "--filename", "paths", multiple=True, required=True,
-                     type=click.Path(exists=True), metavar="PATH",
-                     help="A manifest file or a directory of them (repeatable)."),
-        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT[,HOST:PORT]",
-                     help="Send every resource to this cluster, whatever its clusterRef says."),
+        click.option("-f", "--filename", "paths", multiple=True, type=click.Path(exists=True), metavar="PATH",
+                     help="Manifest file or directory (repeatable)."),
+        click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT",
+                     help="One cluster for all (not clusterRef)."),
         click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-                     help="Kafka client.properties (TLS, SASL) used for every cluster."),
+                     help="Kafka client.properties (TLS, SASL)."),
         click.option("--config-dir", type=click.Path(file_okay=False), metavar="DIR",
-                     help="Where <cluster>.properties files are looked up "
-                          "[default: $KAFKAOPS_CONFIG_DIR or ~/.config/kafkaops]."),
-        click.option("--state", "state_file", envvar="KAFKAOPS_STATE", show_envvar=True,
-                     default=DEFAULT_STATE_FILE, show_default=True, type=click.Path(dir_okay=False),
-                     metavar="FILE", help="The ownership state file (see above)."),
-        click.option("--no-state", is_flag=True,
-                     help="Use no state file (overrides --state): config keys removed from manifests are "
-                          "never reset."),
-        click.option("--prune", is_flag=True,
-                     help="Delete topics absent from the manifests (plan: show which would be deleted); "
-                          "only where the KafkaCluster's topicDeletion.policy is Delete, and at most "
-                          "its maxDeletionsPerReconcile."),
+                     help="<cluster>.properties [~/.config/kafkaops]."),
+        click.option("--state", "state_file", envvar="KAFKAOPS_STATE",
+                     default=DEFAULT_STATE_FILE, type=click.Path(dir_okay=False),
+                     metavar="FILE", help=f"State file [{DEFAULT_STATE_FILE}]."),
+        click.option("--no-state", is_flag=True, help="No state file (removed keys stay)."),
+        click.option("--prune", is_flag=True, help="Delete undeclared topics (if policy)."),
+        allow_empty_option(),
+        *connection_options(),
         click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text",
-                     show_default=True, help="Output format (json: one document on stdout, schema in "
-                                             "kafkaops/cli/render.py)."),
+                     help="text or json [text]."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -207,220 +130,7 @@ class Request:
     options: RunOptions
     yes: bool = False
     overrides: Mapping[str, object] = field(default_factory=dict)
-
-
-class ReportingStore:
-    """The state file, with save failures kept instead of raised.
-
-    The engine records ownership after Kafka has already changed: an unwritable state file
-    must not turn a successful apply into a traceback that hides what happened.
-    """
-
-    def __init__(self, inner: OwnershipStore) -> None:
-        self.inner = inner
-        self.errors: list[str] = []
-
-    def load(self, cluster_id: str) -> Ownership:
-        return self.inner.load(cluster_id)
-
-    def update(self, cluster_id: str, changes: Mapping[str, Mapping[str, str | None] | None]) -> None:
-        try:
-            self.inner.update(cluster_id, changes)
-        except (OSError, OwnershipFileError) as exc:
-            self.errors.append(f"the state file was not updated ({exc}); config keys set by this apply will not "
-                               "be reset if later removed from the manifests")
-
-
-@dataclass
-class Session:
-    """One cluster during a run: its connection, engine and plan, or why it has none."""
-
-    target: Target
-    store: ReportingStore
-    admin: AdminClient | None = None
-    engine: Engine | None = None
-    planned: Planned | None = None
-    error: Problem | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(f"{host}:{port}" for host, port in self.target.settings.bootstrap)
-
-    @property
-    def requests(self) -> dict[str, int]:
-        return dict(self.admin.requests_by_api) if self.admin is not None else {}
-
-    @property
-    def plan(self) -> Plan:
-        if self.planned is not None:
-            return self.planned.plan
-        assert self.error is not None
-        return failed_plan(self.target, self.error)
-
-    def result(self, report: Report | None = None, error: Problem | None = None) -> ClusterResult:
-        return ClusterResult(self.target.name, self.bootstrap, self.plan, report, error or self.error,
-                             tuple(self.store.errors), self.requests)
-
-
-def failed_plan(target: Target, problem: Problem) -> Plan:
-    """A plan for a cluster that could not be planned: every resource carries the cluster's problem."""
-    desired = target.desired
-    declared: list[Resource] = [*desired.topics, *desired.acls, *desired.broker_configs]
-    resources = tuple(
-        ResourcePlan(source, kind, name, Action.NONE, problem=problem)
-        for source, kind, name in map(resource_identity, declared)
-    )
-    return Plan(target.name, resources)
-
-
-def failed_report(plan: Plan, problem: Problem | None = None) -> Report:
-    """Outcomes for a cluster that failed as a whole: each resource failed with its problem."""
-    outcomes = tuple(
-        Outcome(r.source, r.kind, r.name, State.FAILED, r.action, r.changes, problem or r.problem)
-        for r in plan.resources
-    )
-    return Report(plan.cluster, plan, outcomes)
-
-
-def make_store(state_file: str | None) -> OwnershipStore:
-    """The state store; a state file that exists but cannot be read stops the run before any connection."""
-    if state_file is None:
-        return NoOwnershipStore()
-    store = FileOwnershipStore(state_file)
-    store.load("")  # reads and checks the whole file: OwnershipFileError now rather than mid-run
-    return store
-
-
-async def open_session(session: Session, options: RunOptions) -> None:
-    """Connect to one cluster and plan it; a cluster that cannot be reached gets `session.error`."""
-    target = session.target
-    session.admin = AdminClient(target.settings)
-    try:
-        await session.admin.start()
-        session.engine = Engine(Batcher(session.admin), ownership=session.store, cluster=target.name,
-                                on_reassignment=ReassignmentDisplay(target.name))
-        session.planned = await session.engine.plan(target.desired, options)
-    except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
-        session.error = _cluster_problem(exc, f"cannot plan cluster {target.name!r} at {session.bootstrap}")
-
-
-def _cluster_problem(exc: BaseException, what: str) -> Problem:
-    if isinstance(exc, KafkaOpsError):
-        return problem_from_exception(exc, what)
-    return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
-
-
-async def close_sessions(sessions: list[Session]) -> None:
-    await asyncio.gather(*(s.admin.close() for s in sessions if s.admin is not None), return_exceptions=True)
-
-
-async def apply_session(session: Session, options: RunOptions, progress: Callable[[ResourcePlan], None] | None
-                        ) -> ClusterResult:
-    if session.engine is None or session.planned is None:
-        return session.result(failed_report(session.plan))
-    try:
-        report = await session.engine.apply(session.planned, options, progress)
-    except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
-        problem = _cluster_problem(exc, f"apply to cluster {session.target.name!r} stopped; some changes may "
-                                        "have been made")
-        return session.result(failed_report(session.plan, problem), problem)
-    return session.result(report)
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-
-class ProgressDisplay:
-    """Counts resources as the engine finishes sending their steps.
-
-    A rich bar on a terminal; elsewhere (CI logs) one line per 10% so long runs show life
-    without flooding the log. Nothing at all for small runs.
-    """
-
-    def __init__(self, total: int, with_steps: int) -> None:
-        self.total = total
-        self.done = 0
-        self._reported = 0
-        self._bar: Any = None
-        self._task: Any = None
-        self.enabled = with_steps > PROGRESS_THRESHOLD
-        self._tty = sys.stderr.isatty()
-
-    def __enter__(self) -> ProgressDisplay:
-        if self.enabled and self._tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task("applying", total=self.total)
-        return self
-
-    def __call__(self, _resource: ResourcePlan) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.advance(self._task)
-            if self.done == self.total:
-                self._bar.update(self._task, description="waiting for Kafka to complete the changes")
-            return
-        tenth = self.done * 10 // max(self.total, 1)
-        if tenth > self._reported:
-            self._reported = tenth
-            click.echo(f"progress: {self.done}/{self.total} resources sent ({tenth * 10}%)", err=True)
-            if self.done == self.total:
-                click.echo("progress: waiting for Kafka to complete the changes", err=True)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-class ReassignmentDisplay:
-    """Partition moves (replication-factor or assignment changes) can take hours: a rich bar on a
-    terminal, else a line like "moving: 12/48 partitions (31%)" each time another 10% is done (and
-    at most every 30 s otherwise), so CI logs show progress without flooding."""
-
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
-        self._tty = sys.stderr.isatty()
-        self._bar: Any = None
-        self._task: Any = None
-        self._reported = -1
-        self._last = 0.0
-
-    def __call__(self, progress: Any) -> None:
-        if self._tty:
-            self._draw(progress)
-        else:
-            self._line(progress)
-        if progress.finished and self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-    def _draw(self, progress: Any) -> None:
-        if self._bar is None and not progress.finished:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                                 TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(f"{self.cluster}: moving partitions", total=100)
-        if self._bar is not None:
-            self._bar.update(self._task, completed=progress.percent,
-                             description=f"{self.cluster}: {progress.message or 'moving partitions'}")
-
-    def _line(self, progress: Any) -> None:
-        now = time.monotonic()
-        step = progress.percent // 10
-        if progress.finished or step > self._reported or now - self._last >= 30:
-            self._reported, self._last = step, now
-            summary = progress.message or (f"{progress.partitions_done}/{progress.partitions_total} partitions moved "
-                                           f"({progress.percent}%)")
-            click.echo(f"moving ({self.cluster}): {summary}", err=True)
+    allow_empty: bool = False
 
 
 # --- the two flows ---------------------------------------------------------------------------------
@@ -432,11 +142,6 @@ def routing_notes(validated: ValidatedSet, bootstrap: str | None) -> tuple[str, 
         return (f"--bootstrap-server: every resource goes to {bootstrap}; the {len(clusters)} KafkaClusters in "
                 "PATH are ignored, so the topicDeletion policy is Retain",)
     return ()
-
-
-async def plan_sessions(sessions: list[Session], options: RunOptions) -> None:
-    """Plan every cluster concurrently (the caller closes the sessions, whatever happens)."""
-    await asyncio.gather(*(open_session(s, options) for s in sessions))
 
 
 def emit(lines: list[str], err: bool = False) -> None:
@@ -514,9 +219,11 @@ async def run_apply(request: Request, store: OwnershipStore, validated: Validate
             show_plan(planned)
         if (refused := not_confirmed(planned, request)) is not None:
             return replace(planned, notes=planned.notes + (refused,))
-        with progress_for(sessions) as progress:
-            clusters = await asyncio.gather(*(apply_session(s, request.options, progress) for s in sessions))
-        return replace(planned, clusters=tuple(clusters), applied=True)
+        interrupt = Interrupt()
+        with progress_for(sessions) as progress, interrupt.installed():
+            work = asyncio.gather(*(apply_session(s, request.options, progress, interrupt.stop) for s in sessions))
+            clusters = await interrupt.bounded(work, lambda: unanswered(sessions, interrupt.grace))
+        return replace(planned, clusters=tuple(clusters), applied=True, interrupted=interrupt.code)
     finally:
         await close_sessions(sessions)
 
@@ -524,14 +231,15 @@ async def run_apply(request: Request, store: OwnershipStore, validated: Validate
 def show_outcomes(result: RunResult) -> None:
     if not result.applied:
         return
+    reached = [c for c in result.clusters if c.planned]  # the others' one-line error is above
     if not result.has_changes:
-        if any(c.plan.problems for c in result.clusters):
+        if any(c.plan.problems for c in reached):
             click.echo(click.style("Nothing applied: every pending change is refused (the problems are above).",
                                    fg="red"))
-        else:
+        elif reached or not result.clusters:
             click.echo(click.style("Nothing to do: every resource is as declared.", fg="green"))
     else:
-        for cluster in result.clusters:
+        for cluster in reached:
             emit(cluster_failure_text(cluster) if cluster.error is not None
                  else report_text(cluster, result.validate_only))
     if result.validate_only:
@@ -545,8 +253,8 @@ def footer(result: RunResult) -> list[str]:
         parts.append(f"{invalid} invalid manifest{'s' if invalid != 1 else ''} skipped")
     if result.unroutable:
         parts.append(f"{len(result.unroutable)} resource(s) with no usable cluster")
-    if down := [c.name for c in result.clusters if c.error is not None]:
-        parts.append(f"cluster(s) failed: {', '.join(down)}")
+    if down := [c.name for c in result.clusters if c.error is not None and c.planned]:
+        parts.append(f"cluster(s) failed: {', '.join(down)}")  # unplanned ones said it in their own line
     failed = sum(len(c.report.failed) for c in result.clusters if c.report is not None and c.error is None)
     problems = sum(len(c.plan.problems) for c in result.clusters if c.error is None)
     if result.command == "apply" and result.applied and failed:
@@ -558,7 +266,16 @@ def footer(result: RunResult) -> list[str]:
     return [click.style("Errors: " + "; ".join(parts) + " (details above)", fg="red", bold=True)]
 
 
+def interrupted_text(result: RunResult, state_file: str | None) -> str:
+    assert result.interrupted is not None
+    outcomes = [(c.name, o.state, o.problem.reason if o.problem else None, o.problem.message if o.problem else "")
+                for c in result.clusters if c.report is not None for o in c.report.outcomes]
+    return click.style(summary_line(result.interrupted, outcomes, state_file), fg="yellow", bold=True)
+
+
 def exit_code(result: RunResult) -> int:
+    if result.interrupted is not None:
+        return result.interrupted
     if result.has_errors:
         return EXIT_ERROR
     if result.command == "plan":
@@ -571,6 +288,9 @@ def execute(request: Request) -> None:
     told, a bad --bootstrap-server or properties file, an unreadable state file) exit 1 with a
     message, after the validation issues."""
     validated = load_and_validate(request.paths)
+    if not request.allow_empty and (message := no_manifests_message(request.paths, validated.documents,
+                                                                    len(validated.errors))):
+        fail(request, validated, message)
     try:
         targets, unroutable = resolve_targets(validated.valid, request.bootstrap, request.command_config,
                                               request.config_dir, **request.overrides)
@@ -578,7 +298,11 @@ def execute(request: Request) -> None:
     except (TargetError, ValueError) as exc:  # ValueError: bad bootstrap, properties (SecurityConfigError), state
         fail(request, validated, str(exc))
     flow = run_plan if request.command == "plan" else run_apply
-    result = asyncio.run(flow(request, store, validated, targets, unroutable))
+    try:
+        result = asyncio.run(flow(request, store, validated, targets, unroutable))
+    except KeyboardInterrupt:  # before the apply started (it handles its own): nothing was changed
+        click.echo(f"kafkaops {request.command}: interrupted (Ctrl-C) before anything was changed", err=True)
+        raise SystemExit(EXIT_SIGINT) from None
     code = exit_code(result)
     if request.output == "json":
         click.echo(json_text(result, code))
@@ -587,7 +311,7 @@ def execute(request: Request) -> None:
             show_plan(result)  # apply showed it before asking
         else:
             show_outcomes(result)
-        emit(footer(result))
+        emit(footer(result) if result.interrupted is None else [interrupted_text(result, request.state_file)])
     raise SystemExit(code)
 
 
@@ -605,11 +329,16 @@ def json_text(result: RunResult, code: int) -> str:
     return json.dumps(run_json(result, code), indent=2)
 
 
-def _request(command: str, paths: tuple[str, ...], bootstrap: str | None, command_config: str | None,
-             config_dir: str | None, state_file: str | None, no_state: bool, output: str, options: RunOptions,
-             yes: bool = False, overrides: Mapping[str, object] | None = None) -> Request:
-    return Request(command, paths, bootstrap, command_config, config_dir, None if no_state else state_file,
-                   output, options, yes, dict(overrides or {}))
+def request_from(command: str, params: Mapping[str, Any], options: RunOptions,
+                 overrides: Mapping[str, object] | None = None) -> Request:
+    """A Request from a command's parsed options."""
+    if not params["paths"]:
+        raise click.UsageError("Missing option '-f' / '--filename'.")
+    return Request(command, tuple(params["paths"]), params["bootstrap"], params["command_config"],
+                   params["config_dir"], None if params["no_state"] else params["state_file"], params["output"],
+                   options, params.get("yes", False),
+                   {**connection_overrides(params["connect_timeout"], params["retry_budget"]), **(overrides or {})},
+                   params["allow_empty"])
 
 
 # --- the commands -----------------------------------------------------------------------------------------
@@ -617,25 +346,18 @@ def _request(command: str, paths: tuple[str, ...], bootstrap: str | None, comman
 
 @click.command("plan", help=PLAN_HELP)
 @common_options
-def plan(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-         state_file: str, no_state: bool, prune: bool, output: str) -> None:
-    execute(_request("plan", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
-                     RunOptions(prune=prune)))
+def plan(**params: Any) -> None:
+    execute(request_from("plan", params, RunOptions(prune=params["prune"])))
 
 
 @click.command("apply", help=APPLY_HELP)
 @common_options
-@click.option("--yes", "-y", is_flag=True, help="Apply without asking for confirmation.")
-@click.option("--validate-only", is_flag=True,
-              help="Ask the brokers to validate every change without making it; nothing is changed.")
-@click.option("--no-wait", is_flag=True,
-              help="Do not wait for Kafka to show the changes complete (outcomes then mean 'accepted').")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
-              help="How long to wait for changes to complete before reporting WaitTimeout [default: 120].")
-def apply(paths: tuple[str, ...], bootstrap: str | None, command_config: str | None, config_dir: str | None,
-          state_file: str, no_state: bool, prune: bool, output: str, yes: bool, validate_only: bool,
-          no_wait: bool, timeout: float | None) -> None:
-    overrides = {"wait_timeout": timeout} if timeout is not None else {}
-    options = RunOptions(prune=prune, validate_only=validate_only, wait=not no_wait)
-    execute(_request("apply", paths, bootstrap, command_config, config_dir, state_file, no_state, output,
-                     options, yes, overrides))
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--validate-only", is_flag=True, help="Brokers validate; nothing is changed.")
+@click.option("--no-wait", is_flag=True, help="Do not wait for the changes to complete.")
+@click.option("--timeout", type=float, callback=seconds(positive=True), default=None, metavar="SEC",
+              help="Wait at most this long [120s].")
+def apply(**params: Any) -> None:
+    timeout = params["timeout"]
+    options = RunOptions(prune=params["prune"], validate_only=params["validate_only"], wait=not params["no_wait"])
+    execute(request_from("apply", params, options, {"wait_timeout": timeout} if timeout is not None else None))

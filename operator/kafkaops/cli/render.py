@@ -58,6 +58,7 @@ import click
 from kafkaops.cli.targets import Unroutable
 from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem, ResourcePlan
 from kafkaops.reconcile.outcome import Outcome, Report, State
+from kafkaops.reconcile.plan import DELETION_CAP_EXCEEDED
 from kafkaops.resources.documents import Source
 from kafkaops.resources.issues import ValidationIssue
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
@@ -84,6 +85,7 @@ class ClusterResult:
     error: Problem | None = None
     notes: tuple[str, ...] = ()
     requests: Mapping[str, int] = field(default_factory=dict)
+    planned: bool = True  # False: the cluster failed before a plan was made (unreachable, auth...)
 
     @property
     def has_changes(self) -> bool:
@@ -101,6 +103,7 @@ class RunResult:
     notes: tuple[str, ...] = ()
     validate_only: bool = False
     applied: bool = False
+    interrupted: int | None = None  # apply stopped by a signal: the exit status (130 SIGINT, 143 SIGTERM)
 
     @property
     def has_changes(self) -> bool:
@@ -136,9 +139,28 @@ def resource_identity(resource: Resource) -> tuple[Source, str, str]:
 
 
 def issue_line(issue: ValidationIssue) -> str:
-    """`file[index] kind/name: path: reason (Rule)`, red for errors, yellow for warnings
-    (the same line `kafkaops validate` prints)."""
-    return click.style(str(issue), fg="red" if issue.is_error else "yellow")
+    """`file:line:column: [index] kind/name: path: reason (Rule)` (editors and CI jump to the field), red
+    for errors, yellow for warnings (the same line `kafkaops validate` prints)."""
+    return click.style(issue.text(), fg="red" if issue.is_error else "yellow")
+
+
+def _escape(text: str, property_value: bool = False) -> str:
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if property_value else out
+
+
+def github_annotation(issue: ValidationIssue) -> str:
+    """A GitHub Actions workflow command: `::error file=F,line=L,col=C,title=Rule::message`."""
+    level = "error" if issue.is_error else "warning"
+    props = [f"file={_escape(issue.file, True)}"] if issue.file else []
+    if issue.line is not None:
+        props.append(f"line={issue.line}")
+    if issue.column is not None:
+        props.append(f"col={issue.column}")
+    props.append(f"title={_escape(issue.rule, True)}")
+    what = f"{issue.kind or '?'}/{issue.name or '<unnamed>'}: " if issue.kind or issue.name else ""
+    middle = f"{issue.path}: " if issue.path else ""
+    return f"::{level} {','.join(props)}::{_escape(what + middle + issue.reason)}"
 
 
 def invalid_count(validated: ValidatedSet) -> int:
@@ -150,9 +172,10 @@ def validation_text(validated: ValidatedSet) -> list[str]:
     """Errors (with a header saying nothing was sent for them), warnings, and skipped documents."""
     lines: list[str] = []
     if validated.errors:
-        count = invalid_count(validated)
-        lines.append(click.style(f"Invalid manifests ({count}): skipped, nothing is sent to Kafka for them",
-                                 fg="red", bold=True))
+        count, errors = invalid_count(validated), len(validated.errors)
+        # documents and error lines both counted, so that the header agrees with the lines below it
+        lines.append(click.style(f"Invalid manifests: {count} document{_s(count)} with {errors} error{_s(errors)} "
+                                 "(listed below), skipped: nothing is sent to Kafka for them", fg="red", bold=True))
         lines.extend("  " + issue_line(issue) for issue in validated.errors)
     lines.extend("  " + issue_line(issue) for issue in validated.warnings)
     lines.extend(click.style(f"note: {note}", dim=True) for note in validated.notes)
@@ -196,14 +219,39 @@ def resource_text(resource: ResourcePlan, with_problem: bool = True) -> list[str
     return lines
 
 
+# What to check when a whole cluster fails, by the problem's reason.
+_HINTS = {
+    "ClusterUnreachable": "check --bootstrap-server (and --command-config for TLS/SASL)",
+    "AuthenticationFailed": "check the credentials in --command-config",
+}
+NAMES_SHOWN = 3
+
+
+def names_text(names: list[str], limit: int = NAMES_SHOWN) -> str:
+    """`a, b, c and 10 more`: a count and the first names, for one-line summaries."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def cluster_error_line(cluster: ClusterResult, verb: str) -> str:
+    """A cluster that failed as a whole, in ONE line: where, why, what to check, what was left.
+    `verb`: "not checked" (plan) or "not applied" (apply)."""
+    assert cluster.error is not None
+    error = cluster.error
+    hint = _HINTS.get(error.reason)
+    names = [r.name for r in cluster.plan.resources]
+    left = f"{len(names)} resource{_s(len(names))} {verb}" + (f": {names_text(names)}" if names else "")
+    text = (f"Cluster {_cluster_title(cluster)}: {error.reason}: {error.message}"
+            + (f"; {hint}" if hint else "") + f"; {left}")
+    return click.style(text, fg="red", bold=True)
+
+
 def plan_summary(cluster: ClusterResult) -> str:
     counts = Counter(r.action for r in cluster.plan.resources if r.problem is None)
     problems = len(cluster.plan.problems)
     unchanged = counts[Action.NONE]
     if cluster.error is not None:
-        count = len(cluster.plan.resources)
-        return click.style(f"Plan for {cluster.name}: not made, {count} resource{_s(count)} not planned: "
-                           f"{problem_text(cluster.error)}", fg="red", bold=True)
+        return cluster_error_line(cluster, "not checked")
     if not cluster.has_changes and not problems:
         return click.style(f"Plan for {cluster.name}: no changes ({unchanged} resource{_s(unchanged)} up to date)",
                            fg="green")
@@ -214,14 +262,34 @@ def plan_summary(cluster: ClusterResult) -> str:
 
 
 def plan_text(cluster: ClusterResult) -> list[str]:
-    """The readable diff of one cluster: each resource that changes or has a problem, notes, summary."""
+    """The readable diff of one cluster: each resource that changes or has a problem, notes, summary.
+    A cluster that could not be planned is one line (cluster_error_line)."""
+    if cluster.error is not None and not cluster.planned:
+        return [cluster_error_line(cluster, "not checked")]
     lines = [click.style(f"Cluster {_cluster_title(cluster)}", bold=True)]
+    capped = [r for r in cluster.plan.resources if _capped(r.problem)]
     for resource in cluster.plan.resources:
-        if resource.pending:  # a failed cluster's problem is said once, in the summary
+        if resource.pending and not _capped(resource.problem):  # a failed cluster's problem: in the summary
             lines.extend(resource_text(resource, with_problem=cluster.error is None))
+    lines.extend(capped_text([r.name for r in capped], capped[0].problem) if capped else [])
     lines.extend(_notes(cluster.plan.notes + cluster.notes))
     lines.append(plan_summary(cluster))
     return lines
+
+
+CAPPED_NAMES_SHOWN = 20
+
+
+def _capped(problem: Problem | None) -> bool:
+    return problem is not None and problem.reason == DELETION_CAP_EXCEEDED
+
+
+def capped_text(names: list[str], problem: Problem | None) -> list[str]:
+    """Topics --prune would delete over the cap: ONE line (count, cap, the first names), not one per topic."""
+    assert problem is not None
+    return [click.style(f"  ! {problem.reason}: {problem.message}; first {min(len(names), CAPPED_NAMES_SHOWN)}: "
+                        f"{names_text(names, CAPPED_NAMES_SHOWN)} (-o json lists all {len(names)})",
+                        fg="red", bold=True)]
 
 
 def _cluster_title(cluster: ClusterResult) -> str:
@@ -286,9 +354,13 @@ def report_text(cluster: ClusterResult, validate_only: bool) -> list[str]:
         return []
     title = "Validated against" if validate_only else "Applied to"
     lines = [click.style(f"{title} {_cluster_title(cluster)}", bold=True)]
+    capped = [o for o in report.outcomes if _capped(o.problem)]
     for outcome in report.outcomes:
+        if _capped(outcome.problem):
+            continue
         if outcome.state is not State.UNCHANGED or outcome.problem is not None or outcome.notes:
             lines.extend(outcome_text(outcome))
+    lines.extend(capped_text([o.name for o in capped], capped[0].problem) if capped else [])
     lines.extend(_notes(cluster.notes))
     states = Counter(o.state for o in report.outcomes)
     parts = [f"{states[State.VALIDATED]} validated" if validate_only else f"{states[State.APPLIED]} applied",
@@ -303,9 +375,7 @@ def cluster_failure_text(cluster: ClusterResult) -> list[str]:
     """For a cluster that failed as a whole during apply (its plan was shown already)."""
     if cluster.error is None:
         return []
-    count = len(cluster.plan.resources)
-    return [click.style(f"Cluster {_cluster_title(cluster)}: {count} resource{_s(count)} failed: "
-                        f"{problem_text(cluster.error)}", fg="red", bold=True)]
+    return [cluster_error_line(cluster, "not applied")]
 
 
 # --- JSON ----------------------------------------------------------------------------------------------------
@@ -380,6 +450,7 @@ def run_json(result: RunResult, exit_code: int) -> dict[str, Any]:
     if result.command == "apply":
         data["validateOnly"] = result.validate_only
         data["applied"] = result.applied
+        data["interrupted"] = result.interrupted is not None
     data["clusters"] = [cluster_json(c) for c in result.clusters]
     data["unroutable"] = [
         {"kind": kind, "name": name, "source": _source_json(source), "reason": item.reason, "message": item.message,

@@ -8,63 +8,56 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from kafkaops.cli.extras import require_extra
+from kafkaops.cli.options import connection_option_list, connection_overrides, old_spelling, require
 from kafkaops.cli.targets import client_settings
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings, KafkaOpsError
-from kafkaops.snapshot.format import cluster_name_problem
-from kafkaops.snapshot.take import Snapshot, take_snapshot
-from kafkaops.snapshot.write import write_snapshot
+
+if TYPE_CHECKING:  # kafkaops.snapshot imports pyarrow (the 'fleet' extra): only when the command runs
+    from kafkaops.snapshot.take import Snapshot
 
 
-def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    if problem := cluster_name_problem(value):
+def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    require_extra("snapshot", "fleet")  # the first callback to run; --help never gets here
+    from kafkaops.snapshot.format import cluster_name_problem
+
+    if value is not None and (problem := cluster_name_problem(value)):
         raise click.BadParameter(problem)
     return value
 
 
 @click.command("snapshot")
-@click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT[,HOST:PORT...]",
-              help="The cluster to read.")
+@click.option("--bootstrap-server", "bootstrap", metavar="HOST:PORT", help="The cluster to read.")
 @click.option("--command-config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
-              help="Kafka client.properties for TLS/SASL (as for the Kafka CLI tools).")
-@click.option("--cluster", "cluster", required=True, callback=_cluster_name, metavar="NAME",
-              help="The cluster's name in the snapshot: its directory under --out and the `cluster` "
-                   "column of every table.")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Where snapshots live: this one is written to DIR/NAME/ (created if needed; an older "
-                   "snapshot of NAME there is replaced). Snapshots of many clusters can share one DIR.")
-def snapshot(bootstrap: str, command_config: str | None, cluster: str, out: str) -> None:
-    """Read a cluster in bulk and write its observed state as Parquet tables.
-
-    \b
-    Writes DIR/NAME/:
-      header.json             format, version, cluster name and id, bootstrap, controller,
-                              brokers, when (takenAt, UTC) and how long it took, row counts,
-                              and notes on what could not be read
-      topics.parquet          one row per topic: id, partitions, replication factor, internal
-      partitions.parquet      one row per partition: leader, replicas, ISR
-      topic_configs.parquet   the configs set on topics (not defaults)
-      acls.parquet            every ACL binding, in the manifests' spellings (empty, with a
-                              note, on a cluster without an authorizer)
-      broker_configs.parquet  dynamic broker configs: the cluster-wide default (broker "")
-                              and per broker
-
-    Sensitive config values (passwords, JAAS) are never written: their value is null.
-    Every table is written even when empty, with its full schema; the new snapshot
-    replaces an older one of NAME whole. The reads are in bulk: one Metadata request,
-    batched DescribeConfigs, one DescribeAcls. The format (version 1) is documented
-    in operator/kafkaops/snapshot/README.md.
+              help="Kafka client.properties (TLS, SASL).")
+@click.option("--cluster", "cluster", metavar="NAME", callback=_cluster_name,
+              help="The cluster's name: DIR/NAME/, column `cluster`.")
+@click.option("--output-dir", "out", type=click.Path(file_okay=False), metavar="DIR",
+              help="Snapshots live here (DIR/NAME/ is replaced).")
+@old_spelling("--out", "--output-dir", "out", type=click.Path(file_okay=False))
+@connection_option_list()
+def snapshot(bootstrap: str | None, command_config: str | None, cluster: str | None, out: str | None,
+             connect_timeout: float, retry_budget: float) -> None:
+    """Read a cluster in bulk; write Parquet tables and a JSON header to DIR/NAME/.
 
     \b
     Examples:
-      kafkaops snapshot --bootstrap-server kafka:9092 --cluster prod --out snapshots/
+      kafkaops snapshot --bootstrap-server kafka:9092 --cluster prod --output-dir snapshots/
       kafkaops snapshot --bootstrap-server kafka:9093 --command-config admin.properties \\
-          --cluster staging --out /data/kafka-snapshots
+          --cluster staging --output-dir /data/kafka-snapshots
+
+    Sensitive config values are never written. Tables and format (version 1):
+    operator/kafkaops/snapshot/README.md; more in docs/cli.md.
     """
+    bootstrap = require(bootstrap, "--bootstrap-server")
+    cluster = require(cluster, "--cluster")
+    out = require(out, "--output-dir")
     try:
-        settings = client_settings(bootstrap, command_config)
+        settings = client_settings(bootstrap, command_config, **connection_overrides(connect_timeout, retry_budget))
     except ValueError as exc:  # bad bootstrap list, unreadable or invalid client.properties
         raise click.UsageError(str(exc)) from None
     try:
@@ -73,6 +66,8 @@ def snapshot(bootstrap: str, command_config: str | None, cluster: str, out: str)
         click.echo(f"error: cannot snapshot {bootstrap}: {exc}", err=True)
         raise SystemExit(1) from None
     try:
+        from kafkaops.snapshot.write import write_snapshot
+
         path = write_snapshot(taken, out)
     except OSError as exc:
         click.echo(f"error: cannot write the snapshot to {Path(out) / cluster}: {exc.strerror or exc}", err=True)
@@ -83,6 +78,8 @@ def snapshot(bootstrap: str, command_config: str | None, cluster: str, out: str)
 async def read(settings: ClientSettings, cluster: str) -> Snapshot:
     """Connect with `settings` and take the snapshot. Raises KafkaOpsError or OSError when the
     cluster cannot be reached."""
+    from kafkaops.snapshot.take import take_snapshot
+
     bootstrap = ",".join(f"{h}:{p}" for h, p in settings.bootstrap)
     async with AdminClient.connect(bootstrap, settings=settings) as admin:
         return await take_snapshot(admin, Batcher(admin), cluster)

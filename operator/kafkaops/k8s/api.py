@@ -1,5 +1,5 @@
 """What the operator asks of the Kubernetes API beyond kopf: reading Secrets, and patching the
-status of resources from the per-cluster resync (outside any handler of theirs). The official
+status of resources outside any handler of theirs (resync, waiting room, outages). The official
 kubernetes client, run in threads."""
 
 from __future__ import annotations
@@ -9,8 +9,21 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
 from kafkaops.k8s.kinds import GROUP, VERSION
-from kafkaops.k8s.secrets import SecretNotFound
+from kafkaops.k8s.secrets import SecretForbidden, SecretNotFound
+
+# answers a busy or restarting API server gives; the same write a moment later succeeds
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def transient(exc: BaseException) -> bool:
+    """An API failure worth retrying: throttled, server errors, or the connection itself."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status in TRANSIENT_STATUSES
+    return isinstance(exc, OSError) or type(exc).__module__.startswith("urllib3")
 
 
 class KubernetesApi:
@@ -32,9 +45,24 @@ class KubernetesApi:
         except ApiException as exc:
             if exc.status == 404:
                 raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
+            if exc.status == 403:
+                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 
-    async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace, plural,
-                                name, {"status": dict(status)})
+    async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any],
+                           attempts: int = 5) -> None:
+        """Merge `status` into the object's status; an object deleted meanwhile is no error. Transient
+        API failures (429, 5xx, connection) are retried with backoff; the last one is raised."""
+        from kubernetes.client.exceptions import ApiException
+
+        retrying = AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
+                                 wait=wait_exponential_jitter(initial=0.2, max=5.0), reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION,
+                                            namespace, plural, name, {"status": dict(status)})
+        except ApiException as exc:
+            if exc.status != 404:
+                raise

@@ -1,22 +1,28 @@
 """One cluster context per KafkaCluster: admin client, Batcher, engine, ownership, deletion gate.
 
-Created on the KafkaCluster's create/resume/update, closed on its deletion. Resource handlers look
-their context up by clusterRef and submit through its engine, so every handler's single item
-joins the same batches.
+A context is ensured by whoever first needs it (the KafkaCluster's handler, or a resource handler
+that finds its KafkaCluster in the operator's watch cache), so start-up order does not matter.
+It connects in the background and keeps trying with backoff; its `settled` event is set once the
+first attempt has an answer, and every change of `state` (connecting -> ready -> down -> ready)
+is reported once to the listener (the Reconciler), which logs it, updates the KafkaCluster's
+status and runs the resources that wait for the cluster. Resource handlers submit through the
+context's engine, so every handler's single item joins the same batches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings
 from kafkaops.kafka.apis import Api
-from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError, KafkaOpsError, RequestTimedOut
 from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretReader, TlsFiles, security_for
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
@@ -28,6 +34,15 @@ ClusterKey = tuple[str | None, str]  # (namespace, name)
 
 CLUSTER_UNREACHABLE = "ClusterUnreachable"
 CLUSTER_NOT_FOUND = "ClusterNotFound"
+CLUSTER_NOT_READY = "ClusterNotReady"
+
+log = logging.getLogger("kafkaops.operator")
+
+
+class Connection(StrEnum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    DOWN = "down"  # unreachable, or its credentials fail: `problem` says which
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +54,10 @@ class OperatorSettings:
     deletion_window: float = 300.0  # the cap counts topic deletions within this many seconds
     confirm_annotation_ttl: float = 600.0  # how long a mass-deletion confirmation stays valid
     metrics_port: int | None = 9090
+    cluster_wait: float = 30.0  # how long a handler waits for its cluster's first connection answer
+    reconnect_min: float = 1.0  # backoff between connection attempts to a cluster that is down
+    reconnect_max: float = 30.0
+    peering_lifetime: float = 60.0  # seconds a replica's kopf peering record stays valid
 
 
 class DeletionGate:
@@ -92,12 +111,20 @@ class ClusterContext:
     # partition reassignments running in the background, by topic (a handler must not wait hours)
     runs: dict[str, ActiveRun] = field(default_factory=dict)
     last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
+    state: Connection = Connection.CONNECTING
+    settled: asyncio.Event = field(default_factory=asyncio.Event)  # the first connection attempt answered
+    resynced: bool = False  # the first bulk resync after connecting ran
+    reported: tuple[Any, ...] | None = None  # the state last reported in the KafkaCluster's status
+    task: asyncio.Task[None] | None = None  # connecting, or probing a cluster that went down
 
     @property
     def ready(self) -> bool:
-        return self.engine is not None and self.problem is None
+        return self.state is Connection.READY and self.engine is not None
 
     async def close(self) -> None:
+        if self.task is not None and self.task is not asyncio.current_task():
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
         for active in self.runs.values():  # moves go on in Kafka; the throttle record stays in status
             active.run.task.cancel()
         self.runs.clear()
@@ -111,16 +138,22 @@ def key_of(cluster: KafkaCluster) -> ClusterKey:
     return (cluster.namespace, cluster.name)
 
 
+StateListener = Callable[["ClusterContext"], Awaitable[None]]
+
+
 class Clusters:
-    """The registry of cluster contexts."""
+    """The registry of cluster contexts and their connections."""
 
     def __init__(self, reader: SecretReader | None, settings: OperatorSettings = OperatorSettings()) -> None:
         self.reader = reader
         self.settings = settings
+        self.listener: StateListener | None = None  # told once per state change of a context
         self._contexts: dict[ClusterKey, ClusterContext] = {}
         self._lock = asyncio.Lock()
 
-    def get(self, ref: ClusterRef) -> ClusterContext | None:
+    def get(self, ref: ClusterRef | ClusterKey) -> ClusterContext | None:
+        if isinstance(ref, tuple):
+            return self._contexts.get(ref)
         if ref.namespace is not None:
             return self._contexts.get((ref.namespace, ref.name))
         return next((c for (ns, name), c in self._contexts.items() if name == ref.name), None)
@@ -128,38 +161,112 @@ class Clusters:
     def contexts(self) -> list[ClusterContext]:
         return list(self._contexts.values())
 
-    async def open(self, cluster: KafkaCluster) -> ClusterContext:
-        """(Re)connect the context of `cluster`; on failure the context records why (problem)."""
+    async def ensure(self, cluster: KafkaCluster) -> ClusterContext:
+        """The context of `cluster`, connecting in the background; a changed spec reconnects it."""
         async with self._lock:
-            old = self._contexts.pop(key_of(cluster), None)
+            old = self._contexts.get(key_of(cluster))
+            if old is not None and old.model.spec == cluster.spec:
+                old.model = cluster  # metadata (annotations) may differ; the connection stays
+                return old
             if old is not None:
+                del self._contexts[old.key]
                 await old.close()
             context = ClusterContext(key_of(cluster), cluster, store=old.store if old else MemoryOwnershipStore())
             cap = cluster.spec.topic_deletion.max_deletions_per_reconcile
             context.gate = old.gate if old and old.gate and old.gate.cap == cap else DeletionGate(cap, self.settings.deletion_window)
             self._contexts[context.key] = context
-        try:
-            security = await security_for(cluster, self.reader, context.files) if self.reader else None
-            settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
-                                             **dict(self.settings.client_overrides))
-            admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
-        except CredentialsError as exc:
-            context.problem = Problem(CREDENTIALS_INVALID, str(exc))
-            return context
-        except AuthenticationFailed as exc:
-            context.problem = Problem("AuthenticationFailed", f"the cluster refused the credentials: {exc}")
-            return context
-        except (KafkaOpsError, OSError, ValueError) as exc:
-            context.problem = Problem(CLUSTER_UNREACHABLE, f"cannot connect to {','.join(cluster.spec.bootstrap_servers)}: "
-                                                           f"{exc}", retriable=True)
-            return context
-        context.admin = admin
-        context.engine = Engine(Batcher(admin), ownership=context.store, cluster=cluster.name)
-        try:
-            context.description = await describe(admin)
-        except KafkaOpsError as exc:
-            context.problem = problem_from_exception(exc, "describing the cluster")
+            context.task = asyncio.create_task(self._connect(context), name=f"connect {context.key}")
         return context
+
+    async def open(self, cluster: KafkaCluster) -> ClusterContext:
+        """Ensure the context and wait for its first connection attempt (at most `cluster_wait`)."""
+        context = await self.ensure(cluster)
+        await self.wait_settled(context)
+        return context
+
+    async def wait_settled(self, context: ClusterContext, timeout: float | None = None) -> bool:
+        """True once the context's first connection attempt has answered (either way)."""
+        try:
+            await asyncio.wait_for(context.settled.wait(), self.settings.cluster_wait if timeout is None else timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _change(self, context: ClusterContext, state: Connection, problem: Problem | None) -> None:
+        changed = (context.state, context.problem) != (state, problem)
+        context.state, context.problem = state, problem
+        context.settled.set()
+        if not changed or self._contexts.get(context.key) is not context:
+            return
+        namespace, name = context.key
+        if state is Connection.READY:
+            log.info("KafkaCluster %s/%s connected", namespace, name)
+        else:
+            log.warning("KafkaCluster %s/%s %s: %s", namespace, name, state.value, problem.message if problem else "")
+        if self.listener is not None:
+            try:
+                await self.listener(context)
+            except Exception:  # the listener's failure must not stop the connection loop
+                log.exception("reporting the state of KafkaCluster %s/%s failed", namespace, name)
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.settings.reconnect_max, self.settings.reconnect_min * 2 ** min(attempt, 16))
+
+    async def _connect(self, context: ClusterContext) -> None:
+        """Connect, retrying with backoff until it works (a fixed Secret needs no spec change)."""
+        attempt = 0
+        while True:
+            problem = await self._attempt(context)
+            if problem is None:
+                await self._change(context, Connection.READY, None)
+                return
+            await self._change(context, Connection.DOWN, problem)
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
+
+    async def _attempt(self, context: ClusterContext) -> Problem | None:
+        cluster = context.model
+        try:
+            if context.admin is None:
+                security = await security_for(cluster, self.reader, context.files) if self.reader else None
+                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
+                                                 **dict(self.settings.client_overrides))
+                context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
+                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name)
+            context.description = await describe(context.admin)
+        except CredentialsError as exc:
+            return Problem(CREDENTIALS_INVALID, str(exc))
+        except AuthenticationFailed as exc:
+            return Problem("AuthenticationFailed", f"the cluster refused the credentials: {exc}")
+        except (KafkaConnectionError, RequestTimedOut, OSError, ValueError) as exc:
+            return Problem(CLUSTER_UNREACHABLE, f"cannot reach {','.join(cluster.spec.bootstrap_servers)}: {exc}",
+                           retriable=True)
+        except KafkaOpsError as exc:  # it answered, but refused (authorization, unsupported)
+            return problem_from_exception(exc, "describing the cluster")
+        except Exception as exc:  # e.g. the API failed reading a Secret: keep trying, say why
+            log.warning("KafkaCluster %s/%s: connecting failed: %s", *context.key, type(exc).__name__, exc_info=True)
+            return Problem("ConnectFailed", f"connecting failed: {type(exc).__name__}", retriable=True)
+        return None
+
+    def mark_down(self, context: ClusterContext, exc: BaseException) -> None:
+        """A request found the cluster unreachable: report it once and probe until it answers."""
+        if context.state is not Connection.READY or self._contexts.get(context.key) is not context:
+            return
+        problem = Problem(CLUSTER_UNREACHABLE, f"lost the connection to {','.join(context.model.spec.bootstrap_servers)}:"
+                                               f" {exc}", retriable=True)
+        context.state = Connection.CONNECTING  # no second probe while this one starts
+
+        async def probe() -> None:
+            await self._change(context, Connection.DOWN, problem)
+            attempt = 0
+            while True:
+                await asyncio.sleep(self._backoff(attempt))
+                attempt += 1
+                if await self._attempt(context) is None:
+                    await self._change(context, Connection.READY, None)
+                    return
+
+        context.task = asyncio.create_task(probe(), name=f"probe {context.key}")
 
     async def close(self, key: ClusterKey) -> None:
         async with self._lock:

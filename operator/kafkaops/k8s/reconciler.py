@@ -1,43 +1,74 @@
 """What the operator does for each event, independent of kopf (handlers.py only wires it).
 
-Every method takes a resource body (and what kopf's indexes know) and returns a `Result`: the
-status to write, the Event to post on a transition, and whether to retry later. Kafka is only
-reached through the cluster context's engine, whose Batcher joins the single items of all
-concurrent handlers into batched requests.
+Every method takes a resource body and returns a `Result`: the status to write (None when nothing
+changed: a restart writes nothing), the Event to post on a real transition, and whether kopf
+should retry later. What the API holds (does the KafkaCluster exist? who claims this topic?)
+comes from the `Catalog`, the operator's watch cache. Kafka is only reached through the cluster
+context's engine, whose Batcher joins the single items of all concurrent handlers into batched
+requests.
+
+Waiting for a cluster is not a retry on a timer: a resource whose KafkaCluster does not exist yet,
+or is not connected, is parked in the waiting room of that cluster and run again the moment the
+cluster connects (or reconnects after an outage); see `cluster_state_changed`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafkaops.k8s.context import CLUSTER_NOT_FOUND, ActiveRun, ClusterContext, Clusters
-from kafkaops.k8s.kinds import CLAIMED, Claim, claim_key, claim_of, is_paused, is_unmanaged
+from kafkaops.k8s.catalog import Catalog
+from kafkaops.k8s.context import (
+    CLUSTER_NOT_FOUND,
+    CLUSTER_NOT_READY,
+    ActiveRun,
+    ClusterContext,
+    ClusterKey,
+    Clusters,
+    Connection,
+)
+from kafkaops.k8s.kinds import CLAIMED, PLURALS, Claim, claim_key, claim_of, cluster_of, is_paused, is_unmanaged
 from kafkaops.k8s.metrics import Metrics
+from kafkaops.k8s.moves import THROTTLE_RECORD, moving_message, reassignment_status, seed_throttle, still_wanted
 from kafkaops.k8s.status import (
     PAUSED,
+    READY,
     RESOURCE_CONFLICT,
     UNMANAGED,
+    UP_TO_DATE,
     EventNote,
     Phase,
     Verdict,
+    is_settled,
     status_patch,
     transition_event,
+    unchanged,
 )
+from kafkaops.k8s.waiting import WaitingRoom
+from kafkaops.kafka.errors import KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
 from kafkaops.reconcile.actions import ChangeReplicas
-from kafkaops.reconcile.engine import THROTTLE_OWNER
-from kafkaops.reconcile.leaders import Election, elect_preferred
-from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
+from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
+__all__ = ["THROTTLE_RECORD", "Reconciler", "Result", "reassignment_status"]
+
 NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
 DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
+# reasons of "waiting for the cluster": normal during start-up and outages, never an Event per resource
+WAITING_REASONS = frozenset({CLUSTER_NOT_FOUND, CLUSTER_NOT_READY})
+# a request failed because the cluster could not be reached: the cluster is down, not the resource
+CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION"})
+
+log = logging.getLogger("kafkaops.operator")
 
 
 def utc_now() -> str:
@@ -46,11 +77,12 @@ def utc_now() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    status: Mapping[str, Any] | None = None
+    status: Mapping[str, Any] | None = None  # None: write nothing (nothing changed)
     event: EventNote | None = None
-    retry_after: float | None = None
+    retry_after: float | None = None  # kopf retries the handler after this many seconds
     release: bool = False  # deletion: the finalizer may go
     message: str = ""
+    waits_for: ClusterKey | None = None  # parked until this cluster connects
 
 
 def _generation(body: Mapping[str, Any]) -> int | None:
@@ -58,21 +90,14 @@ def _generation(body: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _uid(body: Mapping[str, Any]) -> str:
+    metadata = body.get("metadata") or {}
+    return str(metadata.get("uid") or f"{metadata.get('namespace')}/{body.get('kind')}/{metadata.get('name')}")
+
+
 def _winner(mine: Claim, claims: Iterable[Claim]) -> Claim:
     """The claim that wins; the index may hold an older version of `mine` itself, which is skipped."""
     return min([*(c for c in claims if c.uid != mine.uid), mine])
-
-
-def _still_wanted(topic: KafkaTopic, active: ActiveRun) -> bool:
-    """Whether the spec still asks for the run's targets: the same explicit assignment, or the same
-    replication factor (the placement was computed from it; recomputing it mid-move would differ)."""
-    for tp, target in active.targets.items():
-        if topic.replica_assignment is not None:
-            if tp.partition >= len(topic.replica_assignment) or tuple(topic.replica_assignment[tp.partition]) != tuple(target):
-                return False
-        elif topic.replication_factor is not None and topic.replication_factor != len(target):
-            return False
-    return True
 
 
 def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
@@ -83,31 +108,32 @@ def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
     return None
 
 
+def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
+    for c in (status or {}).get("conditions") or ():
+        if isinstance(c, Mapping) and c.get("type") == READY:
+            return c.get("reason")
+    return None
+
+
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
-THROTTLE_RECORD = "replicationThrottleRecord"  # status field: the throttle a running reassignment set
-
-
-def _iso(moment: datetime.datetime | None) -> str | None:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
-
-
-def reassignment_status(progress: ReassignmentProgress) -> dict[str, Any]:
-    """status.reassignment of a KafkaTopic from the run's progress."""
-    fields = {
-        "state": progress.state.value, "partitionsTotal": progress.partitions_total,
-        "partitionsDone": progress.partitions_done, "bytesTotal": progress.bytes_total,
-        "bytesDone": progress.bytes_done, "startedAt": _iso(progress.started_at),
-        "estimatedCompletion": _iso(progress.eta),
-    }
-    return {k: v for k, v in fields.items() if v is not None}
+EventPoster = Callable[[Mapping[str, Any], EventNote], None]
+CLUSTER_PLURAL = "kafkaclusters"
 
 
 @dataclass
 class Reconciler:
     clusters: Clusters
+    catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
     now: Callable[[], str] = utc_now
-    status_writer: StatusWriter | None = None  # for the throttle record, written ahead of the throttle
+    status_writer: StatusWriter | None = None  # writes outside a handler: waiting room, outages, throttle record
+    event_poster: EventPoster | None = None
+    waiting: WaitingRoom = field(default_factory=WaitingRoom)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        self.clusters.listener = self.cluster_state_changed
 
     @property
     def retry_delay(self) -> float:
@@ -116,13 +142,43 @@ class Reconciler:
     # --- helpers -------------------------------------------------------------------------------------
 
     def _result(self, body: Mapping[str, Any], verdict: Verdict, fields: Mapping[str, Any] | None = None,
-                drift: str | None = None) -> Result:
+                drift: str | None = None, waits_for: ClusterKey | None = None) -> Result:
         previous = body.get("status") if isinstance(body.get("status"), Mapping) else {}
         status = status_patch(previous, verdict, now=self.now(), generation=_generation(body), fields=fields, drift=drift)
-        retry = self.retry_delay if verdict.phase is Phase.RECONCILING else None
-        return Result(status, transition_event(previous, verdict), retry, message=verdict.message)
+        event = transition_event(previous, verdict)
+        if verdict.reason in WAITING_REASONS or (verdict.reason == UP_TO_DATE and _ready_reason(previous) in WAITING_REASONS):
+            event = None  # waiting for the cluster and back: the KafkaCluster's own Event tells it, once
+        retry = self.retry_delay if verdict.phase is Phase.RECONCILING and waits_for is None else None
+        return Result(None if unchanged(previous, status) else status, event, retry, message=verdict.message,
+                      waits_for=waits_for)
 
-    def _gate(self, body: Mapping[str, Any], claims: Iterable[Claim]) -> tuple[Any, ClusterContext | None, Result | None]:
+    def _wait(self, body: Mapping[str, Any], key: ClusterKey, reason: str, message: str) -> Result:
+        return self._result(body, Verdict(Phase.RECONCILING, reason, message), waits_for=key)
+
+    async def _context_for(self, key: ClusterKey) -> tuple[ClusterContext | None, tuple[str, str] | None]:
+        """The resource's cluster context, connected; or why the resource must wait: (reason, message)."""
+        namespace, name = key
+        cluster_body = self.catalog.cluster(key)
+        if cluster_body is None:
+            return None, (CLUSTER_NOT_FOUND, f"KafkaCluster {namespace}/{name} does not exist (yet)")
+        context = self.clusters.get(key)
+        if context is None:
+            checked = check_custom_resource(cluster_body)
+            if not isinstance(checked.resource, KafkaCluster):
+                return None, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name} is invalid")
+            context = await self.clusters.ensure(checked.resource)
+        if not context.settled.is_set():
+            await self.clusters.wait_settled(context)
+        if not context.ready:
+            problem = context.problem or Problem(CLUSTER_NOT_READY, "not connected yet", True)
+            return context, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name}: {problem.reason}: {problem.message}")
+        return context, None
+
+    def _connection_lost(self, body: Mapping[str, Any], context: ClusterContext, exc: BaseException) -> Result:
+        self.clusters.mark_down(context, exc)
+        return self._wait(body, context.key, CLUSTER_NOT_READY, f"KafkaCluster {context.key[0]}/{context.key[1]}: {exc}")
+
+    async def _gate(self, body: Mapping[str, Any], claims: Iterable[Claim]) -> tuple[Any, ClusterContext | None, Result | None]:
         """Validation, annotations, cluster lookup, admission and conflicts: (model, context, early result)."""
         if is_paused(body):
             return None, None, self._result(body, Verdict(Phase.PAUSED, PAUSED,
@@ -131,16 +187,17 @@ class Reconciler:
             return None, None, self._result(body, Verdict(Phase.PAUSED, UNMANAGED,
                                                           "kafkaops.io/managed is false: released, Kafka untouched"))
         checked = check_custom_resource(body)
-        if checked.resource is None:
+        key = cluster_of(body)
+        if checked.resource is None or key is None:
             errors = [i for i in checked.issues if i.is_error]
             reason = errors[0].rule if errors else "Invalid"
             message = "; ".join(f"{i.path}: {i.reason}" if i.path else i.reason for i in errors)
             return None, None, self._result(body, Verdict(Phase.STALLED, reason, message))
         model = checked.resource
-        context = self.clusters.get(model.cluster_ref)
-        if context is None:
-            return model, None, self._result(body, Verdict(
-                Phase.RECONCILING, CLUSTER_NOT_FOUND, f"KafkaCluster {model.cluster_ref} does not exist (yet)"))
+        context, waiting = await self._context_for(key)
+        if waiting is not None:
+            return model, context, self._wait(body, key, *waiting)
+        assert context is not None
         topic_name = model.topic_name if isinstance(model, KafkaTopic) else None
         if problem := context.model.admission_problem(model.namespace, topic_name):
             return model, context, self._result(body, Verdict(Phase.STALLED, NAMESPACE_NOT_ALLOWED, problem))
@@ -152,10 +209,8 @@ class Reconciler:
                 Phase.STALLED, RESOURCE_CONFLICT,
                 f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
                 f"{model.kind} {winner.namespace}/{winner.name}"), {CLAIMED: None})
-        if not context.ready:
-            problem = context.problem or Problem("ClusterNotReady", "the cluster is not connected yet", True)
-            return model, context, self._result(body, Verdict(Phase.RECONCILING, problem.reason, problem.message))
         return model, context, None
+
 
     def _seed_ownership(self, context: ClusterContext, owner: str | None, body: Mapping[str, Any]) -> None:
         """After a restart the status is where ownership survives: load it before planning."""
@@ -184,10 +239,33 @@ class Reconciler:
 
     # --- resources ---------------------------------------------------------------------------------------
 
-    async def reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim] = ()) -> Result:
+    def _lock(self, body: Mapping[str, Any]) -> asyncio.Lock:
+        return self._locks.setdefault(_uid(body), asyncio.Lock())
+
+    async def reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim] | None = None,
+                        resuming: bool = False) -> Result:
+        """Reconcile one resource (one at a time per resource); park it when its cluster is not there."""
+        uid = _uid(body)
+        async with self._lock(body):
+            self.waiting.discard(uid)
+            result = await self._reconcile(body, self.catalog.claims(body) if claims is None else claims, resuming)
+            if result.waits_for is not None:
+                # parked with the status about to be written, so the rerun compares against it
+                parked = {**body, "status": result.status} if result.status is not None else body
+                self.waiting.add(result.waits_for, uid, parked)
+        return result
+
+    async def _reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim], resuming: bool) -> Result:
         started = time.monotonic()
-        model, context, early = self._gate(body, claims)
         kind = str(body.get("kind"))
+        status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+        if (resuming and is_settled(status, _generation(body)) and status.get(THROTTLE_RECORD) is None
+                and not is_paused(body) and not is_unmanaged(body)):
+            # a restart: its status says Ready at this generation. The cluster's first resync compares
+            # all such resources with Kafka in one bulk read (and seeds their ownership); nothing here
+            self.metrics.record(kind, "resumed", UP_TO_DATE, 0.0)
+            return Result()
+        model, context, early = await self._gate(body, claims)
         if early is not None:
             self.metrics.record(kind, "skipped", early.status["conditions"][0]["reason"] if early.status else "", 0.0)
             return early
@@ -195,7 +273,7 @@ class Reconciler:
         self._seed_ownership(context, _owner(model), body)
         extra: dict[str, Any] = {}
         if isinstance(model, KafkaTopic):
-            self._seed_throttle(context, model, body)
+            seed_throttle(context, model, body)
             active = context.runs.get(model.topic_name)
             if active is not None:
                 following = await self._follow_run(body, context, model, active)
@@ -203,8 +281,13 @@ class Reconciler:
                     return following
                 extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
         options = RunOptions(all_topics=False, defer_replica_changes=True)
-        report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
+        try:
+            report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
+        except KafkaConnectionError as exc:
+            return self._connection_lost(body, context, exc)
         outcome = next(o for o in report.outcomes if o.source == model.source)
+        if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
+            return self._connection_lost(body, context, ConnectionError(outcome.problem.message))
         if outcome.ok and report.deferred.get(model.source):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
@@ -220,18 +303,7 @@ class Reconciler:
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
-    # --- replica changes in the background ---------------------------------------------------------
-
-    def _seed_throttle(self, context: ClusterContext, model: KafkaTopic, body: Mapping[str, Any]) -> None:
-        """A throttle record in status with no run in this process: an earlier operator died while
-        moving. Into the store it goes, so the engine removes that throttle before anything else."""
-        record = (body.get("status") or {}).get(THROTTLE_RECORD)
-        if not isinstance(record, Mapping) or model.topic_name in context.runs or context.engine is None:
-            return
-        owner = f"{THROTTLE_OWNER}/{model.topic_name}"
-        key = context.engine.state_key()
-        if owner not in context.store.load(key).owners:
-            context.store.update(key, {owner: {str(k): (None if v is None else str(v)) for k, v in record.items()}})
+    # --- replica changes in the background (moves.py) ------------------------------------------------
 
     async def _start_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                          steps: tuple[ChangeReplicas, ...]) -> Result:
@@ -247,18 +319,13 @@ class Reconciler:
 
         async def persist(record: Any) -> None:  # written ahead of any throttle config
             if self.status_writer is not None:
-                await self.status_writer("kafkatopics", metadata.get("namespace"), metadata.get("name"),
+                await self.status_writer(PLURALS["KafkaTopic"], metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
         run = context.engine.start_reassignment(context.engine.state_key(), plan,
                                                 context.model.spec.replication_throttle, persist=persist)
         context.runs[model.topic_name] = ActiveRun(run, plan.targets())
         return self._moving(body, run.progress, f"reassignment of {len(plan)} partition(s) started")
-
-    def _moving(self, body: Mapping[str, Any], progress: ReassignmentProgress, note: str | None = None) -> Result:
-        message = "; ".join(m for m in (note, progress.message or "moving partitions") if m)
-        return self._result(body, Verdict(Phase.RECONCILING, "Reassigning", message),
-                            {"reassignment": reassignment_status(progress), "lastSyncTime": self.now()})
 
     async def _follow_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                           active: ActiveRun) -> Result | None:
@@ -275,73 +342,176 @@ class Reconciler:
                                                   problem.reason, problem.message),
                                     {"reassignment": reassignment_status(progress)})
             return None
-        if not _still_wanted(model, active):
+        if not still_wanted(model, active):
             active.run.revert()
             return self._moving(body, progress, "the spec changed: cancelling the partitions still moving")
         return self._moving(body, progress)
 
-    async def remove(self, body: Mapping[str, Any], claims: Iterable[Claim] = ()) -> Result:
-        """A resource is being deleted: apply its deletion policy, then let the finalizer go."""
+    def _moving(self, body: Mapping[str, Any], progress: ReassignmentProgress, note: str | None = None) -> Result:
+        return self._result(body, Verdict(Phase.RECONCILING, "Reassigning", moving_message(progress, note)),
+                            {"reassignment": reassignment_status(progress), "lastSyncTime": self.now()})
+
+    # --- deletion ---------------------------------------------------------------------------------------
+
+    async def remove(self, body: Mapping[str, Any], claims: Iterable[Claim] | None = None) -> Result:
+        """A resource is being deleted: apply its deletion policy, then let the finalizer go.
+
+        Released without touching Kafka only when the user said so (unmanaged/paused), when the
+        resource never managed anything (invalid, lost a conflict), or when its KafkaCluster object
+        is absent from the API. A cluster that exists but is not connected is waited for."""
+        uid = _uid(body)
+        self.waiting.discard(uid)
         if is_unmanaged(body) or is_paused(body):
             return Result(release=True, message="released without touching Kafka (unmanaged or paused)")
         checked = check_custom_resource(body)
-        if checked.resource is None:
+        key = cluster_of(body)
+        if checked.resource is None or key is None:
             return Result(release=True, message="invalid resource: nothing of it was applied")
         model = checked.resource
-        context = self.clusters.get(model.cluster_ref)
-        if context is None:
+        cluster_body = self.catalog.cluster(key)
+        if cluster_body is None:
             return Result(release=True, event=EventNote("Warning", CLUSTER_NOT_FOUND,
-                          f"KafkaCluster {model.cluster_ref} is gone: released without touching Kafka"))
+                          f"KafkaCluster {key[0]}/{key[1]} is gone: released without touching Kafka"))
         mine = claim_of(body)
-        if _winner(mine, claims).uid != mine.uid:
+        if _winner(mine, self.catalog.claims(body) if claims is None else claims).uid != mine.uid:
             return Result(release=True, message="this resource never managed it (conflict): released")
-        if isinstance(model, KafkaTopic):
-            policy = model.effective_deletion_policy(context.model)
-        else:
-            policy = context.model.spec.topic_deletion.policy
-        if policy is not DeletionPolicy.DELETE:
-            return Result(release=True, event=EventNote("Normal", "Retained",
-                                                        f"deletion policy {policy}: {model.kind} left in Kafka"))
-        if not context.ready:
-            problem = context.problem or Problem("ClusterNotReady", "the cluster is not connected", True)
-            return self._result(body, Verdict(
-                Phase.RECONCILING, problem.reason,
-                f"{problem.message}; cannot delete in Kafka yet (annotate kafkaops.io/managed=false to release "
-                "without deleting)"))
-        assert context.engine is not None and context.gate is not None
-        if isinstance(model, KafkaTopic) and not context.gate.admit(mine.uid):
-            message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on KafkaCluster "
-                       f"{context.model.name}: paused until a person annotates the KafkaCluster with "
-                       "kafkaops.io/confirm-deletions=true")
-            return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
-        planned = await context.engine.plan_removal(model)
-        report = await context.engine.apply(planned, RunOptions(all_topics=False))
+        cluster = check_custom_resource(cluster_body).resource
+        if isinstance(cluster, KafkaCluster):
+            policy = model.effective_deletion_policy(cluster) if isinstance(model, KafkaTopic) else \
+                cluster.spec.topic_deletion.policy
+            if policy is not DeletionPolicy.DELETE:
+                return Result(release=True, event=EventNote("Normal", "Retained",
+                                                            f"deletion policy {policy}: {model.kind} left in Kafka"))
+        async with self._lock(body):
+            context, waiting = await self._context_for(key)
+            if waiting is not None:
+                reason, message = waiting
+                verdict = Verdict(Phase.RECONCILING, reason, f"{message}; cannot delete in Kafka yet (annotate "
+                                                             "kafkaops.io/managed=false to release without deleting)")
+                # kopf calls again soon; each call waits up to cluster_wait for the cluster to connect
+                return replace(self._result(body, verdict), retry_after=1.0)
+            assert context is not None and context.engine is not None and context.gate is not None
+            if isinstance(model, KafkaTopic) and not context.gate.admit(mine.uid):
+                message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on KafkaCluster "
+                           f"{context.model.name}: paused until a person annotates the KafkaCluster with "
+                           "kafkaops.io/confirm-deletions=true")
+                return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+            try:
+                planned = await context.engine.plan_removal(model)
+                report = await context.engine.apply(planned, RunOptions(all_topics=False))
+            except KafkaConnectionError as exc:
+                return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
         outcome = report.outcomes[0]
         if outcome.ok:
+            self._locks.pop(uid, None)
             return Result(release=True, event=EventNote("Normal", "Deleted", f"{model.kind} deleted in Kafka"))
+        if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
+            self.clusters.mark_down(context, ConnectionError(outcome.problem.message))
         verdict = Verdict.of(outcome)
-        result = self._result(body, verdict if verdict.phase is Phase.RECONCILING else
-                              Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
-        return result
+        return self._result(body, verdict if verdict.phase is Phase.RECONCILING else
+                            Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
 
     # --- clusters ---------------------------------------------------------------------------------------
 
     async def cluster_changed(self, body: Mapping[str, Any]) -> Result:
+        """A KafkaCluster was created, resumed or its spec changed: (re)connect its context.
+
+        The status follows the connection: written by `cluster_state_changed` on every change of
+        state; a resume that finds the connection as it was writes nothing."""
         checked = check_custom_resource(body)
         if checked.resource is None or not isinstance(checked.resource, KafkaCluster):
             errors = [i for i in checked.issues if i.is_error]
             return self._result(body, Verdict(Phase.STALLED, errors[0].rule if errors else "Invalid",
                                               "; ".join(f"{i.path}: {i.reason}" for i in errors)))
-        context = await self.clusters.open(checked.resource)
-        if context.problem is not None:
-            phase = Phase.RECONCILING if context.problem.retriable else Phase.STALLED
-            result = self._result(body, Verdict(phase, context.problem.reason, context.problem.message))
-            # a cluster whose credentials fail is retried too: the Secret may be fixed without a spec change
-            return Result(result.status, result.event, self.retry_delay, message=result.message)
-        description = dict(context.description)
-        message = (f"connected: {len(description.get('brokers', []))} broker(s), controller "
-                   f"{description.get('controllerId')}")
-        return self._result(body, Verdict(Phase.READY, "Connected", message), description)
+        context = await self.clusters.ensure(checked.resource)
+        await self.clusters.wait_settled(context)
+        return self._cluster_report(body, context)
+
+    def _cluster_report(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
+        """The KafkaCluster's result for its context's state, once per state: the handler and the
+        listener both report, and whichever comes second finds nothing new to write or post."""
+        fingerprint = (context.state, context.problem, json.dumps(context.description, sort_keys=True, default=str))
+        if context.reported == fingerprint:
+            return Result()
+        context.reported = fingerprint
+        return self._cluster_result(body, context)
+
+    def _cluster_result(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
+        if context.state is Connection.READY:
+            description = dict(context.description)
+            message = (f"connected: {len(description.get('brokers', []))} broker(s), controller "
+                       f"{description.get('controllerId')}")
+            return replace(self._result(body, Verdict(Phase.READY, "Connected", message), description), retry_after=None)
+        problem = context.problem or Problem("Connecting", "connecting", True)
+        phase = Phase.RECONCILING if problem.retriable else Phase.STALLED
+        # no kopf retry: the context keeps trying and reports every change itself
+        return replace(self._result(body, Verdict(phase, problem.reason, problem.message)), retry_after=None)
+
+    async def cluster_state_changed(self, context: ClusterContext) -> None:
+        """The listener of every context: the KafkaCluster's status and Event follow the connection;
+        the waiting resources run when it connects; Ready ones are told once when it goes down."""
+        body = self.catalog.cluster(context.key)
+        if body is not None and self.status_writer is not None:
+            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
+        if context.state is Connection.READY:
+            await self.run_waiting(context.key)
+        elif context.state is Connection.DOWN:
+            await self._mark_waiting(context)
+
+    async def _mark_waiting(self, context: ClusterContext) -> None:
+        """An outage: every settled resource of the cluster goes Reconciling (ClusterNotReady) once,
+        without an Event each, and waits for the cluster to come back."""
+        problem = context.problem or Problem(CLUSTER_NOT_READY, "not connected", True)
+        message = f"KafkaCluster {context.key[0]}/{context.key[1]}: {problem.reason}: {problem.message}"
+        for body in self.catalog.resources(context.key):
+            if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if not is_settled(body.get("status"), _generation(body)) or _uid(body) in self.waiting:
+                continue
+            result = self._wait(body, context.key, CLUSTER_NOT_READY, message)
+            self.waiting.add(context.key, _uid(body), {**body, "status": result.status or body.get("status")})
+            await self.publish(body, result)
+
+    async def run_waiting(self, key: ClusterKey) -> None:
+        """Run every resource parked on cluster `key`, concurrently (their items join the same batches)."""
+        parked = self.waiting.take(key)
+        if parked:
+            started = time.monotonic()
+            await asyncio.gather(*(self._rerun(body) for body in parked))
+            log.info("KafkaCluster %s/%s: %d resource(s) that waited for it reconciled in %.2f s", key[0], key[1],
+                     len(parked), time.monotonic() - started)
+
+    async def _rerun(self, body: Mapping[str, Any]) -> None:
+        try:
+            await self.publish(body, await self.reconcile(body))
+        except Exception as exc:  # one resource's failure must not stop the others
+            # e.g. the API refused the status write after its retries: park it again and try later,
+            # or its status would say "waiting" for ever (a resync only looks at settled resources)
+            metadata = body.get("metadata") or {}
+            log.warning("%s %s/%s: reconcile after waiting failed (%s: %s); trying again in %gs", body.get("kind"),
+                        metadata.get("namespace"), metadata.get("name"), type(exc).__name__, exc, self.retry_delay)
+            key = cluster_of(body)
+            if key is not None and _uid(body) not in self.waiting:
+                self.waiting.add(key, _uid(body), body)
+                self._later(self.retry_delay, lambda: self.run_waiting(key))
+
+    def _later(self, delay: float, work: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await asyncio.sleep(delay)
+            await work()
+
+        task = asyncio.create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def publish(self, body: Mapping[str, Any], result: Result, plural: str | None = None) -> None:
+        """Write a result outside a handler of the resource: its status and its Event."""
+        metadata = body.get("metadata") or {}
+        if result.status is not None and self.status_writer is not None:
+            await self.status_writer(plural or PLURALS.get(str(body.get("kind")), ""), metadata.get("namespace"),
+                                     metadata.get("name"), result.status)
+        if result.event is not None and self.event_poster is not None:
+            self.event_poster(body, result.event)
 
     async def cluster_deleted(self, body: Mapping[str, Any]) -> None:
         metadata = body.get("metadata") or {}
@@ -355,28 +525,26 @@ class Reconciler:
                 return True
         return False
 
-    # --- periodic preferred leader election ---------------------------------------------------------------
-
-    async def maybe_elect_leaders(self, context: ClusterContext, now: float | None = None) -> EventNote | None:
-        """spec.preferredLeaderElectionInterval: when due, elect the partitions led by another replica
-        than their preferred one (one Metadata + one ElectLeaders); an Event says what happened."""
-        interval = context.model.spec.leader_election_seconds
-        now = time.monotonic() if now is None else now
-        if interval is None or not context.ready or context.admin is None or now - context.last_leader_election < interval:
-            return None
-        context.last_leader_election = now
-        elections, problem = await elect_preferred(context.admin)
-        if problem is not None:
-            return EventNote("Warning", problem.reason, f"preferred leader election: {problem.message}")
-        if not elections:
-            return None
-        failed = [e for e in elections if e.outcome is Election.FAILED]
-        message = (f"preferred leader election: {len(elections) - len(failed)} of {len(elections)} imbalanced "
-                   f"partition(s) moved back to their preferred leader"
-                   + (f"; failed: {', '.join(f'{e.partition} ({e.reason})' for e in failed[:10])}" if failed else ""))
-        return EventNote("Warning" if failed else "Normal", "LeadersElected", message)
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.clusters.close_all()
 
     # --- drift ----------------------------------------------------------------------------------------------
+
+    async def resync_cluster(self, context: ClusterContext) -> int:
+        """One bulk resync of every resource of the cluster, as the catalog knows them; statuses and
+        Events written for what changed. Returns how many resources changed."""
+        first = not context.resynced
+        bodies = self.catalog.resources(context.key)
+        claims = {key: self.catalog.claims(b) for b in bodies if (key := claim_key(b)) is not None}
+        changed = await self.resync(context, bodies, claims)
+        for body, result in changed:
+            await self.publish(body, result)
+        if first or changed:
+            log.info("KafkaCluster %s/%s: %d resource(s) compared with Kafka in one bulk read, %d changed",
+                     *context.key, len(bodies), len(changed))
+        return len(changed)
 
     async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
                      claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:
@@ -387,10 +555,12 @@ class Reconciler:
         if not context.ready or context.engine is None:
             return []
         started = time.monotonic()
-        chosen: dict[Any, Mapping[str, Any]] = {}
+        chosen: dict[Any, tuple[Mapping[str, Any], Any]] = {}
         for body in bodies:
             if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
                 continue
+            if not is_settled(body.get("status"), _generation(body)) or _uid(body) in self.waiting:
+                continue  # its own handler (or the waiting room) is on it
             checked = check_custom_resource(body)
             key = claim_key(body)
             if checked.resource is None or key is None:
@@ -398,21 +568,30 @@ class Reconciler:
             mine = claim_of(body)
             if _winner(mine, claims.get(key, ())).uid != mine.uid:
                 continue
-            chosen[checked.resource.source] = body
+            chosen[checked.resource.source] = (body, checked.resource)
             self._seed_ownership(context, _owner(checked.resource), body)
+        context.resynced = True
         if not chosen:
             return []
-        models = [check_custom_resource(b).resource for b in chosen.values()]
+        models = [model for _, model in chosen.values()]
         # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
-        report = await context.engine.reconcile(DesiredState.of(models, context.model),
-                                                RunOptions(all_topics=False, defer_replica_changes=True))
+        try:
+            report = await context.engine.reconcile(DesiredState.of(models, context.model),
+                                                    RunOptions(all_topics=False, defer_replica_changes=True))
+        except KafkaConnectionError as exc:
+            self.clusters.mark_down(context, exc)
+            return []  # the outage is reported once, by cluster_state_changed
         self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         changed: list[tuple[Mapping[str, Any], Result]] = []
+        if any(o.problem is not None and o.problem.reason in CONNECTION_LOST for o in report.outcomes):
+            lost = next(o.problem for o in report.outcomes if o.problem is not None and o.problem.reason in CONNECTION_LOST)
+            self.clusters.mark_down(context, ConnectionError(lost.message))
+            return []  # the outage is reported once, by cluster_state_changed
         for outcome in report.outcomes:
-            body = chosen.get(outcome.source)
-            if body is None:
+            if outcome.source not in chosen:
                 continue
+            body = chosen[outcome.source][0]
             was_drifted = any(c.get("type") == "Drifted" and c.get("status") == "True"
                               for c in (body.get("status") or {}).get("conditions") or ())
             if outcome.state is State.APPLIED:

@@ -26,6 +26,10 @@ class SecretNotFound(LookupError):
     pass
 
 
+class SecretForbidden(LookupError):
+    """The operator's service account may not read the Secret (no Role in its namespace)."""
+
+
 class SecretReader(Protocol):
     async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
         """The decoded data of Secret namespace/name (SecretNotFound if absent)."""
@@ -59,6 +63,10 @@ async def _key(reader: SecretReader, namespace: str, name: str, key: str, what: 
         data = await reader.read(namespace, name)
     except SecretNotFound:
         raise CredentialsError(f"{what}: Secret {namespace}/{name} not found") from None
+    except SecretForbidden:
+        raise CredentialsError(f"{what}: the operator may not read Secret {namespace}/{name} (403 Forbidden): grant "
+                               f"it with manifests/secrets-access for namespace {namespace} "
+                               "(docs/deploying.md)") from None
     if key not in data:
         raise CredentialsError(f"{what}: Secret {namespace}/{name} has no key {key!r}")
     return data[key]

@@ -26,6 +26,7 @@ from kafkaops.reconcile.outcome import Outcome, State
 READY, RECONCILING, STALLED, DRIFTED = "Ready", "Reconciling", "Stalled", "Drifted"
 TRUE, FALSE = "True", "False"
 
+UP_TO_DATE = "UpToDate"
 PAUSED = "Paused"
 UNMANAGED = "Unmanaged"
 RESOURCE_CONFLICT = "ResourceConflict"
@@ -49,7 +50,7 @@ class Verdict:
     @classmethod
     def of(cls, outcome: Outcome) -> Verdict:
         if outcome.ok:
-            reason = "UpToDate" if outcome.state is State.UNCHANGED else "Applied"
+            reason = UP_TO_DATE if outcome.state is State.UNCHANGED else "Applied"
             return cls(Phase.READY, reason, _ready_message(outcome))
         problem = outcome.problem
         if problem is None:  # invalid without a problem cannot happen, but stay total
@@ -86,6 +87,12 @@ def conditions_for(verdict: Verdict, previous: Sequence[Mapping[str, Any]] = (),
     """
     old = {c.get("type"): c for c in previous if isinstance(c, Mapping)}
     ready = verdict.phase is Phase.READY
+    kept = old.get(READY)
+    if (ready and verdict.reason == UP_TO_DATE and kept is not None and kept.get("status") == TRUE
+            and kept.get("observedGeneration") == generation):
+        # nothing to do for a resource already Ready at this generation: its Ready condition stays as
+        # written (reason Applied and what was applied), so a resume or a resync writes nothing
+        verdict = Verdict(Phase.READY, str(kept.get("reason") or UP_TO_DATE), str(kept.get("message") or ""))
     out = [
         _condition(READY, TRUE if ready else FALSE, verdict.reason, verdict.message, now, generation, old.get(READY)),
         _condition(RECONCILING, TRUE if verdict.phase is Phase.RECONCILING else FALSE,
@@ -114,6 +121,23 @@ def status_patch(previous: Mapping[str, Any] | None, verdict: Verdict, *, now: s
     }
     status.update(fields or {})
     return status
+
+
+# refreshed on every write, so compared apart: equal statuses that differ only here are not written
+VOLATILE = frozenset({"lastSyncTime"})
+
+
+def unchanged(previous: Mapping[str, Any] | None, status: Mapping[str, Any]) -> bool:
+    """Whether writing `status` over `previous` would change anything but its timestamps."""
+    previous = previous or {}
+    return all(previous.get(k) == v for k, v in status.items() if k not in VOLATILE)
+
+
+def is_settled(status: Mapping[str, Any] | None, generation: int | None) -> bool:
+    """Ready at the current generation: nothing of the spec is left to apply."""
+    status = status if isinstance(status, Mapping) else {}
+    ready = next((c for c in status.get("conditions") or () if isinstance(c, Mapping) and c.get("type") == READY), {})
+    return ready.get("status") == TRUE and status.get("observedGeneration") == generation and generation is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from .apis import Api
 from .batcher import Batcher
 from .errors import (
     AuthenticationFailed,
+    BrokerUnreachable,
+    ClusterUnreachable,
     KafkaConnectionError,
     KafkaError,
     KafkaOpsError,

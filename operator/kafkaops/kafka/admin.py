@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +38,14 @@ from tenacity.wait import wait_exponential_jitter
 from . import messages as m
 from .apis import Api
 from .connection import BrokerConnection, BrokerPool
-from .errors import KafkaConnectionError, KafkaError, KafkaRequestError, RequestTimedOut, UnsupportedFeature
+from .errors import (
+    ClusterUnreachable,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaRequestError,
+    RequestTimedOut,
+    UnsupportedFeature,
+)
 from .models import (
     AclBinding,
     AclBindingFilter,
@@ -104,6 +112,8 @@ class _Progress(Generic[K, R]):
     results: dict[K, ItemResult[R]]
     uncertain: set[K]
     throttle: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    unreachable: ClusterUnreachable | None = None  # the last round found no broker at all
 
 
 class AdminClient:
@@ -233,6 +243,7 @@ class AdminClient:
     async def _round(self, call: _Call[K, V, R], pending: dict[K, V], progress: _Progress[K, R]) -> dict[K, V]:
         """Send ``pending`` once; record results; return the items to retry."""
         failure: KafkaError | None = None
+        progress.unreachable = None
         try:
             connection = await self._connection(call.route)
             connection.version_for(call.api)  # UnsupportedFeature propagates: retrying cannot help
@@ -242,6 +253,14 @@ class AdminClient:
             raise
         except RequestTimedOut as exc:
             failure = KafkaError.of(ErrorCode.request_timed_out, str(exc))
+        except ClusterUnreachable as exc:
+            # Nothing reachable: retrying cannot help a listener that speaks another protocol, and
+            # with a connect retry budget (the CLI's) the caller wants to know soon.
+            budget = self.settings.connect_retry_budget
+            if not exc.retriable or (budget is not None and time.monotonic() - progress.started >= budget):
+                raise
+            progress.unreachable = exc
+            failure = KafkaError.of(ErrorCode.network_exception, str(exc))
         except KafkaConnectionError as exc:
             failure = KafkaError.of(ErrorCode.network_exception, str(exc))
         if failure is not None:
@@ -313,10 +332,12 @@ class AdminClient:
     async def _single(self, api: Api, route: Route | int, encode: Callable[[], dict[str, Any]], decode: Callable[[Any], ItemResult[Any]]) -> Any:
         """A call whose response is one value; retried like items; errors raised."""
         call: _Call[str, None, Any] = _Call(api, route, lambda _p: encode(), lambda r, _p: {m.WHOLE: decode(r)})
-        results, _ = await self._execute(call, [(m.WHOLE, None)])
-        result = results[m.WHOLE]
+        progress = await self._execute_chunk(call, {m.WHOLE: None})
+        result = progress.results[m.WHOLE]
         if result.error is None:
             return result.value
+        if result.error.code == ErrorCode.network_exception and progress.unreachable is not None:
+            raise progress.unreachable  # retries ran out with no broker reachable: say why for each address
         if result.error.code == ErrorCode.network_exception:
             raise KafkaConnectionError(f"{api.title} failed after retries: {result.error.message}")
         if result.error.code == ErrorCode.request_timed_out:

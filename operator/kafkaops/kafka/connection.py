@@ -18,21 +18,69 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import socket
+import ssl
 from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_exponential_jitter
 
 from . import wire
 from .apis import CLIENT_RANGES, Api, choose_version
-from .errors import AuthenticationFailed, KafkaConnectionError, RequestTimedOut, UnsupportedFeature
+from .errors import (
+    AuthenticationFailed,
+    BrokerUnreachable,
+    ClusterUnreachable,
+    KafkaConnectionError,
+    RequestTimedOut,
+    UnsupportedFeature,
+)
 from .security import sasl_authenticate, ssl_context
 from .settings import ClientSettings
 
 log = logging.getLogger(__name__)
 
 BOOTSTRAP = -1  # pseudo node id for connections made to a bootstrap address
+MAX_FRAME = 100 * 1024 * 1024  # a first reply larger than this is not Kafka (a TLS record, HTTP...)
+NOT_KAFKA = "did not answer as a Kafka broker (ApiVersions)"
+TLS_TO_PLAINTEXT = ("TLS handshake failed ({}): the listener does not speak TLS; a plaintext listener? "
+                    "(security.protocol is {})")
+PLAINTEXT_TO_TLS = ("answered with TLS: the listener expects TLS; set security.protocol=SSL or SASL_SSL "
+                    "(--command-config)")
+
+
+def connect_failure(address: str, exc: BaseException, tls: bool, protocol: str, timeout: float) -> BrokerUnreachable:
+    """Why opening a TCP (and TLS) connection to `address` failed, in a few words (pure)."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return BrokerUnreachable(address, f"TLS certificate not trusted: {exc.verify_message or exc.reason} "
+                                          "(ssl.truststore.location, ssl.endpoint.identification.algorithm)",
+                                 retriable=False)
+    if isinstance(exc, ssl.SSLError) or (tls and isinstance(exc, (ConnectionResetError, asyncio.IncompleteReadError))):
+        reason = getattr(exc, "reason", None) or type(exc).__name__
+        return BrokerUnreachable(address, TLS_TO_PLAINTEXT.format(reason, protocol), retriable=False)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return BrokerUnreachable(address, f"no connection within {timeout:g}s (connect timeout; a firewall, or "
+                                          "a wrong address?)")
+    if isinstance(exc, ConnectionRefusedError):
+        return BrokerUnreachable(address, "connection refused (nothing listens on that port)")
+    if isinstance(exc, socket.gaierror):
+        return BrokerUnreachable(address, f"unknown host ({exc.strerror or exc})")
+    if tls and isinstance(exc, EOFError):
+        return BrokerUnreachable(address, TLS_TO_PLAINTEXT.format("EOF", protocol), retriable=False)
+    detail = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return BrokerUnreachable(address, f"cannot connect: {detail}")
+
+
+def first_reply_problem(prefix: bytes) -> str | None:
+    """What the first 4 bytes a server sent say when they cannot start a Kafka response (pure)."""
+    if len(prefix) >= 2 and prefix[0] in (0x15, 0x16) and prefix[1] == 0x03:
+        return PLAINTEXT_TO_TLS
+    if prefix.startswith(b"HTTP") or prefix[:1] == b"<":
+        return f"{NOT_KAFKA}: it answered HTTP"
+    if wire.read_size(prefix) > MAX_FRAME or wire.read_size(prefix) < 4:
+        return f"{NOT_KAFKA}: its reply is not a Kafka frame"
+    return None
 
 
 class BrokerConnection:
@@ -69,17 +117,30 @@ class BrokerConnection:
         """Connect, negotiate API versions, authenticate."""
         security = self._settings.security
         tls = ssl_context(security)
+        timeout = self._settings.connect_timeout
         try:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, ssl=tls, server_hostname=self.host if tls else None),
-                self._settings.connect_timeout,
+                timeout,
             )
-        except (OSError, asyncio.TimeoutError) as exc:
-            raise KafkaConnectionError(f"cannot connect to broker {self.address}: {exc.__class__.__name__}: {exc}") from None
+        except (OSError, EOFError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            raise connect_failure(self.address, exc, tls is not None, security.protocol, timeout) from None
         self._closed_reason = None
         self._read_task = asyncio.create_task(self._read_loop(), name=f"kafka-read-{self.address}")
         try:
-            await self._negotiate_versions()
+            try:
+                await asyncio.wait_for(self._negotiate_versions(), timeout)
+            except asyncio.TimeoutError:
+                raise BrokerUnreachable(self.address, f"{NOT_KAFKA}: no reply within {timeout:g}s (connect timeout)",
+                                        retriable=False) from None
+            except BrokerUnreachable:
+                raise
+            except KafkaConnectionError:
+                hint = ("not a Kafka listener?" if tls is not None else
+                        f"a TLS listener? security.protocol is {security.protocol}: set SSL or SASL_SSL "
+                        "(--command-config)")
+                raise BrokerUnreachable(self.address, f"closed the connection without answering ApiVersions: {hint}",
+                                        retriable=False) from None
             if security.sasl_mechanism and security.protocol.startswith("SASL"):
                 await sasl_authenticate(self.send, security)
         except BaseException:
@@ -144,9 +205,15 @@ class BrokerConnection:
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
+        first = True
         try:
             while True:
-                size = wire.read_size(await self._reader.readexactly(4))
+                prefix = await self._reader.readexactly(4)
+                if first and (problem := first_reply_problem(prefix)) is not None:
+                    self._abort(problem, BrokerUnreachable(self.address, problem, retriable=False))
+                    return
+                first = False
+                size = wire.read_size(prefix)
                 payload = await self._reader.readexactly(size)
                 correlation_id = wire.peek_correlation_id(payload)
                 entry = self._pending.get(correlation_id)
@@ -168,12 +235,15 @@ class BrokerConnection:
             self._abort("closed")
             raise
 
-    def _abort(self, reason: str) -> None:
+    def _abort(self, reason: str, error: KafkaConnectionError | None = None) -> None:
         if self._closed_reason is None:
             self._closed_reason = reason
         for future, _api, _version in list(self._pending.values()):
             if not future.done():
-                future.set_exception(KafkaConnectionError(f"broker {self.address}: {reason}"))
+                future.set_exception(error or KafkaConnectionError(f"broker {self.address}: {reason}"))
+                # A request that already gave up (timed out) never awaits it: mark it seen so that
+                # asyncio does not log "Future exception was never retrieved".
+                future.exception()
         self._pending.clear()
         if self._writer is not None:
             self._writer.close()
@@ -225,10 +295,13 @@ class BrokerPool:
         return sum(c.requests_sent for c in conns)
 
     async def _open(self, host: str, port: int, node_id: int) -> BrokerConnection:
+        stop = stop_after_attempt(self._settings.connect_attempts)
+        if self._settings.connect_retry_budget is not None:
+            stop = stop | stop_after_delay(self._settings.connect_retry_budget)
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self._settings.connect_attempts),
+            stop=stop,
             wait=wait_exponential_jitter(multiplier=self._settings.retry_backoff, max=self._settings.retry_backoff_max, jitter=self._settings.retry_backoff),
-            retry=retry_if_exception_type(KafkaConnectionError),
+            retry=retry_if_exception(lambda e: isinstance(e, KafkaConnectionError) and getattr(e, "retriable", True)),
             reraise=True,
         )
         async for attempt in retrying:
@@ -261,6 +334,7 @@ class BrokerPool:
         for connection in list(self._connections.values()) + list(self._bootstrap.values()):
             if connection.is_open:
                 return connection
+        failures: list[BrokerUnreachable] = []
         errors: list[str] = []
         for node_id in self.known_brokers():
             try:
@@ -268,7 +342,10 @@ class BrokerPool:
             except (KafkaConnectionError, AuthenticationFailed) as exc:
                 if isinstance(exc, AuthenticationFailed):
                     raise
-                errors.append(str(exc))
+                if isinstance(exc, BrokerUnreachable):
+                    failures.append(exc)
+                else:
+                    errors.append(str(exc))
         for host, port in self._settings.bootstrap:
             async with self._locks.setdefault((host, port), asyncio.Lock()):
                 existing = self._bootstrap.get((host, port))
@@ -276,12 +353,15 @@ class BrokerPool:
                     return existing
                 try:
                     connection = await self._open(host, port, BOOTSTRAP)
+                except BrokerUnreachable as exc:
+                    failures.append(exc)
+                    continue
                 except KafkaConnectionError as exc:
                     errors.append(str(exc))
                     continue
                 self._bootstrap[(host, port)] = connection
                 return connection
-        raise KafkaConnectionError("no broker reachable: " + "; ".join(errors))
+        raise ClusterUnreachable(tuple(failures), tuple(errors))
 
     def invalidate(self, node_id: int) -> None:
         """Forget a broken connection so the next ``get`` reconnects."""

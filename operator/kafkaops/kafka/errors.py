@@ -45,6 +45,32 @@ class KafkaConnectionError(KafkaOpsError):
     """A broker could not be reached, or the connection broke."""
 
 
+class BrokerUnreachable(KafkaConnectionError):
+    """One address could not be opened as a Kafka connection: refused, timed out, a TLS mismatch, or
+    a server that does not speak Kafka. ``cause`` is short and names no secret; ``retriable`` is
+    False when trying again cannot help (the listener speaks another protocol)."""
+
+    def __init__(self, address: str, cause: str, *, retriable: bool = True) -> None:
+        self.address = address
+        self.cause = cause
+        self.retriable = retriable
+        super().__init__(f"{address}: {cause}")
+
+
+class ClusterUnreachable(KafkaConnectionError):
+    """No broker of a cluster could be reached; ``failures`` says why for each address tried."""
+
+    def __init__(self, failures: tuple[BrokerUnreachable, ...], extra: tuple[str, ...] = ()) -> None:
+        self.failures = failures
+        self.retriable = any(f.retriable for f in failures) or bool(extra) or not failures
+        super().__init__("no broker reachable: " + "; ".join([*(str(f) for f in failures), *extra]))
+
+    @property
+    def cause(self) -> str:
+        """Every distinct reason, addresses included: `127.0.0.1:1: connection refused`."""
+        return "; ".join(dict.fromkeys(str(f) for f in self.failures)) or str(self)
+
+
 class RequestTimedOut(KafkaOpsError):
     """No response arrived within the request timeout."""
 

@@ -47,6 +47,10 @@ class ClientSettings:
     retry_backoff_max: float = 5.0
     retry_deadline: float = 120.0
     connect_attempts: int = 3
+    # Seconds spent retrying a cluster no broker of which can be reached (refused, timed out) before
+    # the call fails with ClusterUnreachable; None: only the attempt counts bound it. The CLI sets a
+    # small one (fail fast); the connect timeout also bounds the ApiVersions handshake.
+    connect_retry_budget: float | None = None
     # Request sizing (KRaft rejects requests writing more than 10,000 records).
     max_records_per_request: int = 10_000
     # The Batcher.

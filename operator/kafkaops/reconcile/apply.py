@@ -31,6 +31,7 @@ from kafkaops.reconcile.actions import (
 )
 
 DEFERRED = "deferred"  # run_step's answer for a step the engine runs after the others (ChangeReplicas)
+INTERRUPTED = "Interrupted"  # the run was stopped (Ctrl-C, SIGTERM) before this step was sent
 Progress = Callable[[ResourcePlan], None]
 
 
@@ -103,13 +104,18 @@ async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaEr
     raise TypeError(step)
 
 
-async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bool = False) -> Applied:
+async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bool = False,
+                         stop: asyncio.Event | None = None) -> Applied:
+    """Run `plan`'s steps in order; once `stop` is set no further step is sent (those in flight answer)."""
     if plan.problem is not None:
         return Applied(plan, problem=plan.problem)
     done: list[Step] = []
     notes: list[str] = []
     deferred: list[ChangeReplicas] = []
     for step in plan.steps:
+        if stop is not None and stop.is_set():
+            return Applied(plan, tuple(done), Problem(INTERRUPTED, f"not applied: interrupted before "
+                                                                   f"{describe_step(step)}", True), tuple(notes))
         try:
             outcome = await run_step(batcher, step, validate_only)
         except KafkaOpsError as exc:
@@ -129,13 +135,14 @@ async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bo
 
 
 async def apply_plans(
-    batcher: Batcher, plans: tuple[ResourcePlan, ...], *, validate_only: bool = False, progress: Progress | None = None
+    batcher: Batcher, plans: tuple[ResourcePlan, ...], *, validate_only: bool = False, progress: Progress | None = None,
+    stop: asyncio.Event | None = None,
 ) -> list[Applied]:
     """Apply every resource's plan concurrently; results in the plans' order."""
 
     async def one(plan: ResourcePlan) -> Applied:
         try:
-            return await apply_resource(batcher, plan, validate_only)
+            return await apply_resource(batcher, plan, validate_only, stop)
         finally:
             if progress is not None:
                 progress(plan)

@@ -12,9 +12,10 @@ through the shared Batcher.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 from dataclasses import dataclass, field, replace
 
 from kafkaops.kafka import AlterOp, Batcher, TopicPartition
@@ -30,7 +31,7 @@ from kafkaops.reconcile.actions import (
     ResourcePlan,
     problem_from_exception,
 )
-from kafkaops.reconcile.apply import Applied, Progress, apply_plans
+from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observe import ObserveScope, observe
@@ -126,18 +127,24 @@ class Engine:
         throttle = desired.cluster.spec.replication_throttle if desired.cluster is not None else None
         return Planned(made, observed, ownership, key, _sent(before, self._requests()), throttle)
 
-    async def apply(self, planned: Planned, options: RunOptions = RunOptions(), progress: Progress | None = None) -> Report:
+    async def apply(self, planned: Planned, options: RunOptions = RunOptions(), progress: Progress | None = None,
+                    stop: asyncio.Event | None = None) -> Report:
+        """Apply `planned`. Once `stop` is set (the CLI's Ctrl-C) no new step or partition batch is
+        sent, requests in flight still answer, waiting ends, moving partitions go on in Kafka
+        (throttled, recorded in the state) and the report says what was and was not applied."""
         started = time.monotonic()
         before = self._requests()
         pending = planned.plan.pending
         if not options.validate_only:
             await self._clean_leftover_throttle(planned.state_key)
-        applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress)
+        applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress,
+                                    stop=stop)
         waited: dict = {}
         if options.wait and not options.validate_only:
-            waited = await wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+            waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+            waited = await unless_stopped(waiting, stop) or {}
         if not options.validate_only and not options.defer_replica_changes:
-            moved = await self._change_replicas(planned, applied)
+            moved = await self._change_replicas(planned, applied, stop)
             waited.update({source: problem for source, problem in moved.items() if problem is not None})
         by_source = {a.plan.source: a for a in applied}
         outcomes = tuple(
@@ -235,17 +242,28 @@ class Engine:
         run.task.add_done_callback(lambda _task: self._running.discard(owner))
         return run
 
-    async def _change_replicas(self, planned: Planned, applied: list[Applied]) -> dict[Source, Problem | None]:
+    async def _change_replicas(self, planned: Planned, applied: list[Applied],
+                               stop: asyncio.Event | None = None) -> dict[Source, Problem | None]:
         """Run every deferred ChangeReplicas of this apply as ONE reassignment (batches of partitions,
         throttled when the cluster asks, progress reported, leaders elected after)."""
         steps = [(a.plan.source, step) for a in applied if a.problem is None for step in a.deferred]
         if not steps:
             return {}
+        if stop is not None and stop.is_set():
+            return {source: Problem(INTERRUPTED, "not applied: interrupted before the partitions moved", True)
+                    for source, _ in steps}
         plans, results = await self.plan_replica_changes(steps)
         if plans:
             run = self.start_reassignment(planned.state_key, ReassignmentPlan.merge(*plans.values()),
                                           planned.replication_throttle)
-            final = await run.wait()
+            final = await unless_stopped(run.wait(), stop)
+            if final is None:  # interrupted: the moves in flight go on in Kafka, throttled (recorded in the state)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await run.task
+                moved, moving = run.partitions_now()
+                for source, made in plans.items():
+                    results[source] = interrupted_moves(made, moved, moving, run.throttled)
+                return results
             for source, made in plans.items():
                 results[source] = next((p for t in made.topics if (p := final.problem_for(t)) is not None), None)
         return results
@@ -253,6 +271,39 @@ class Engine:
     async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
                         progress: Progress | None = None) -> Report:
         return await self.apply(await self.plan(desired, options), options, progress)
+
+
+T = TypeVar("T")
+
+
+async def unless_stopped(work: Awaitable[T], stop: asyncio.Event | None) -> T | None:
+    """`work`'s result, or None when `stop` is set first (then `work` is cancelled)."""
+    if stop is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
+
+
+def interrupted_moves(plan: ReassignmentPlan, moved: frozenset[TopicPartition],
+                      moving: frozenset[TopicPartition], throttled: bool) -> Problem:
+    """What an interrupted reassignment left behind for one topic, and how to follow it."""
+    mine = set(plan.moves)
+    done, going = len(mine & moved), len(mine & moving)
+    throttle = (" (throttled; the throttle is recorded in the state file)", " (it also removes the throttle)") \
+        if throttled else ("", "")
+    return Problem(INTERRUPTED, f"interrupted while moving partitions: {done}/{len(mine)} moved, {going} still moving "
+                                f"in the cluster{throttle[0]}, {len(mine) - done - going} not started; run the same "
+                                f"`kafkaops apply` again to finish{throttle[1]}", True)
 
 
 def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:

@@ -637,6 +637,16 @@ class ReassignmentRun:
     async def wait(self) -> ReassignmentProgress:
         return await self.task
 
+    def partitions_now(self) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+        """(moved, still moving in the cluster) right now, also after the task was cancelled (a CLI
+        interrupted by Ctrl-C reports them; the moves go on in Kafka, still throttled)."""
+        return frozenset(self._executor.done), frozenset(self._executor.in_flight)
+
+    @property
+    def throttled(self) -> bool:
+        """Whether a replication throttle is in place (it stays while moves go on after a cancel)."""
+        return self._executor.throttle is not None
+
     def __await__(self) -> Any:
         return self.task.__await__()
 

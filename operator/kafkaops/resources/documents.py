@@ -33,13 +33,16 @@ class Document:
     """One kafkaops manifest as loaded, not yet validated.
 
     `lines` maps field paths (as in ValidationIssue.path) to 1-based line numbers
-    when the document came from YAML text.
+    when the document came from YAML text, `columns` to 1-based columns (`column`:
+    the document's own).
     """
 
     source: Source
     body: Mapping[str, Any]
     line: int | None = None
     lines: Mapping[str, int] = field(default_factory=dict)
+    columns: Mapping[str, int] = field(default_factory=dict)
+    column: int | None = None
 
     @property
     def kind(self) -> str:
@@ -47,10 +50,16 @@ class Document:
 
     def line_of(self, path: str) -> int | None:
         """The line of `path`, or of its nearest parent that has one."""
+        return self.position_of(path)[0]
+
+    def position_of(self, path: str) -> tuple[int | None, int | None]:
+        """(line, column) of `path`, or of its nearest parent that has one (editors jump there)."""
         while True:
             if path in self.lines:
-                return self.lines[path]
+                return self.lines[path], self.columns.get(path)
             cut = max(path.rfind("."), path.rfind("["))
             if cut <= 0:
-                return self.lines.get(path, self.line)
+                if path in self.lines:
+                    return self.lines[path], self.columns.get(path)
+                return self.line, self.column
             path = path[:cut]

@@ -35,6 +35,7 @@ class ValidationIssue:
     rule: str
     line: int | None = None
     source: Source | None = field(default=None, compare=False, repr=False)
+    column: int | None = None  # 1-based, with `line`: where an editor or a CI annotation jumps to
 
     @property
     def is_error(self) -> bool:
@@ -53,12 +54,30 @@ class ValidationIssue:
         middle = f"{self.path}: " if self.path else ""
         return f"{self.location}: {middle}{self.reason} ({self.rule})"
 
+    @property
+    def position(self) -> str | None:
+        """`file:line:column` (or `file:line`) when the issue has a line, for editors and CI."""
+        if self.file is None or self.line is None:
+            return None
+        return f"{self.file}:{self.line}" + (f":{self.column}" if self.column is not None else "")
+
+    def text(self) -> str:
+        """One line, `file:line:column: [index] kind/name: path: reason (Rule)`; str(self) without a line."""
+        position = self.position
+        if position is None:
+            return str(self)
+        what = f" {self.kind or '?'}/{self.name or '<unnamed>'}" if self.kind or self.name else ""
+        index = f"[{self.index}]" if self.index is not None else ""
+        middle = f"{self.path}: " if self.path else ""
+        return f"{position}: {index}{what}: {middle}{self.reason} ({self.rule})"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "severity": str(self.severity),
             "file": self.file,
             "index": self.index,
             "line": self.line,
+            "column": self.column,
             "kind": self.kind,
             "namespace": self.source.namespace if self.source else None,
             "name": self.name,

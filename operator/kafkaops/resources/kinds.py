@@ -7,7 +7,7 @@ from dataclasses import dataclass
 API_GROUP = "kafkaops.io"
 API_VERSION = "v1alpha1"
 GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
-CATEGORY = "kafka"
+CATEGORY = "kafkaops"  # not "kafka": Strimzi's kind Kafka answers to `kubectl get kafka`
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +33,10 @@ KAFKA_BROKER_CONFIG = "KafkaBrokerConfig"
 KINDS: dict[str, KindInfo] = {
     info.kind: info
     for info in (
-        KindInfo(KAFKA_CLUSTER, "kafkaclusters", "kafkacluster", ("kc",), "kafkacluster.json"),
-        KindInfo(KAFKA_TOPIC, "kafkatopics", "kafkatopic", ("kt",), "kafkatopic.json"),
-        KindInfo(KAFKA_ACL, "kafkaacls", "kafkaacl", ("kacl",), "kafkaacl.json"),
-        KindInfo(KAFKA_BROKER_CONFIG, "kafkabrokerconfigs", "kafkabrokerconfig", ("kbc",), "kafkabrokerconfig.json"),
+        KindInfo(KAFKA_CLUSTER, "kafkaclusters", "kafkacluster", ("kocl",), "kafkacluster.json"),
+        KindInfo(KAFKA_TOPIC, "kafkatopics", "kafkatopic", ("kot",), "kafkatopic.json"),
+        KindInfo(KAFKA_ACL, "kafkaacls", "kafkaacl", ("koacl",), "kafkaacl.json"),
+        KindInfo(KAFKA_BROKER_CONFIG, "kafkabrokerconfigs", "kafkabrokerconfig", ("kobc",), "kafkabrokerconfig.json"),
     )
 }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,19 +119,21 @@ def load_text(text: str, file: str = "<string>") -> LoadResult:
     documents: list[Document] = []
     notes: list[LoadNote] = []
     errors: list[ValidationIssue] = []
-    for index, line, data, lines, duplicates in _parse(text, file, errors):
+    for index, node, data, (lines, columns), duplicates in _parse(text, file, errors):
         if data is None:
             continue
+        line = node.start_mark.line + 1 if node is not None else None
         loaded = _classify(data, file, index, line, lines, notes, errors)
         if loaded is None:
             continue
+        loaded = replace(loaded, columns=columns, column=node.start_mark.column + 1 if node is not None else None)
         documents.append(loaded)
         for path, key_line, first_line in duplicates:
             errors.append(
                 ValidationIssue(
                     Severity.ERROR, file, index, loaded.source.kind, loaded.source.name or None, path,
                     f"duplicate key at line {key_line} (first at line {first_line}): YAML would keep only the last",
-                    DUPLICATE_YAML_KEY, key_line, loaded.source,
+                    DUPLICATE_YAML_KEY, key_line, loaded.source, loaded.columns.get(path),
                 )
             )
     return LoadResult(tuple(documents), tuple(notes), tuple(errors), (file,))
@@ -155,16 +157,16 @@ def document_from_custom_resource(obj: Mapping[str, Any]) -> Document:
 
 def _parse(
     text: str, file: str, errors: list[ValidationIssue]
-) -> Iterator[tuple[int, int | None, Any, dict[str, int], list[tuple[str, int, int]]]]:
+) -> Iterator[tuple[int, yaml.Node | None, Any, tuple[dict[str, int], dict[str, int]],
+                        list[tuple[str, int, int]]]]:
     loader = _Loader(text)
     index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
             data = loader.construct_document(node)
-            line = node.start_mark.line + 1 if node is not None else None
-            lines, duplicates = _line_map(node)
-            yield index, line, data, lines, duplicates
+            lines, columns, duplicates = _line_map(node)
+            yield index, node, data, (lines, columns), duplicates
             index += 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -173,15 +175,16 @@ def _parse(
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         reason = f"YAML syntax error at {where}{problem}" + (f" ({context})" if context else "")
-        errors.append(_file_issue(file, index, line, reason, YAML_SYNTAX_ERROR))
+        errors.append(_file_issue(file, index, line, reason, YAML_SYNTAX_ERROR, mark.column + 1 if mark else None))
     finally:
         loader.dispose()
 
 
-def _line_map(node: yaml.Node | None) -> tuple[dict[str, int], list[tuple[str, int, int]]]:
-    """Field path -> 1-based line for every mapping key and sequence item of a document,
-    and the (path, line, first line) of every mapping key given twice."""
+def _line_map(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, int], list[tuple[str, int, int]]]:
+    """Field path -> 1-based line and column for every mapping key and sequence item of a
+    document, and the (path, line, first line) of every mapping key given twice."""
     lines: dict[str, int] = {}
+    columns: dict[str, int] = {}
     duplicates: list[tuple[str, int, int]] = []
 
     def walk(current: yaml.Node, path: str) -> None:
@@ -194,16 +197,18 @@ def _line_map(node: yaml.Node | None) -> tuple[dict[str, int], list[tuple[str, i
                         duplicates.append((child, key_line, lines[child]))
                     else:
                         lines[child] = key_line
+                        columns[child] = key_node.start_mark.column + 1
                     walk(value_node, child)
         elif isinstance(current, yaml.SequenceNode):
             for i, item in enumerate(current.value):
                 child = join_path(path, i)
-                lines.setdefault(child, item.start_mark.line + 1)
+                if child not in lines:
+                    lines[child], columns[child] = item.start_mark.line + 1, item.start_mark.column + 1
                 walk(item, child)
 
     if node is not None:
         walk(node, "")
-    return lines, duplicates
+    return lines, columns, duplicates
 
 
 def _classify(
@@ -246,8 +251,9 @@ def _classify(
     return Document(source, data, line, lines)
 
 
-def _file_issue(file: str, index: int | None, line: int | None, reason: str, rule: str) -> ValidationIssue:
-    return ValidationIssue(Severity.ERROR, file, index, None, None, "", reason, rule, line)
+def _file_issue(file: str, index: int | None, line: int | None, reason: str, rule: str,
+                column: int | None = None) -> ValidationIssue:
+    return ValidationIssue(Severity.ERROR, file, index, None, None, "", reason, rule, line, None, column)
 
 
 def _str_or_none(value: Any) -> str | None:

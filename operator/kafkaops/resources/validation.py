@@ -32,9 +32,10 @@ from kafkaops.resources.set_rules import check_set
 
 def _issue(doc: Document, finding: Finding) -> ValidationIssue:
     source = doc.source
+    line, column = doc.position_of(finding.path)
     return ValidationIssue(
         finding.severity, source.file, source.index if source.file is not None else None, source.kind or None,
-        source.name or None, finding.path, finding.reason, finding.rule, doc.line_of(finding.path), source,
+        source.name or None, finding.path, finding.reason, finding.rule, line, source, column,
     )
 
 

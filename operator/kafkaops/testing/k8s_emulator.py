@@ -5,10 +5,10 @@ server on 127.0.0.1 that behaves like kube-apiserver wherever kopf (or a test) r
 
     async with KubernetesApiEmulator(crds=["crds/"]) as api: ...   # in-process, api.url
     python -m kafkaops.testing.k8s_emulator --port 0 --crds crds/   # a process; 1st line: URL
+    kafkaops dev-kube                                               # for kubectl: built-ins only, kubeconfig
 
 Built on kmock 0.8 (`kmock.KubernetesScaffold`). kmock gives: the aiohttp server on a free port,
-the discovery endpoints (`/api`, `/apis`, `/apis/G`, `/apis/G/V`, `/version`) fed from its
-`resources` array, `Status` error bodies, the request log and its DSL (tests can inject faults:
+`Status` error bodies, the request log and its DSL (tests can inject faults:
 `api.kmock["patch", kmock.resource(...)] << 500`), and `ObjectsArray`, which stores every version
 of every object. kmock's own stateful `KubernetesEmulator` is not used: it has no resourceVersion,
 uid, generation, status subresource, validation, PUT or JSON patch, its watches cannot resume from a
@@ -16,8 +16,10 @@ resourceVersion, and its URL parser fails on `/api/v1/namespaces`. So the API se
 here (package `kafkaops.testing.k8s`): `store` (the write rules, no HTTP), `watching` (the event
 log and watch streams), `handler` (a KubernetesScaffold subclass with its own request parser,
 serving resource URLs from the store through a kmock fallback reaction), `schema`, `selectors`,
-`patches` (merge patch; JSON patch via `jsonpatch`, a kmock dependency), `resources`, `paths`,
-`errors`. The state outlives `stop()`: a `start()` again serves it anew (on a new port if 0).
+`patches` (merge patch; JSON patch via `jsonpatch`, a kmock dependency; strategic merge and
+server-side apply, approximated), `resources`, `paths`, `errors`, and what the real `kubectl` needs
+(docs/architecture.md, "The emulator's fidelity"): `discovery` (legacy and aggregated v2),
+`openapi` (v2, v3), `table` (server-side printing), `protobuf` (request bodies of built-ins). The state outlives `stop()`: a `start()` again serves it anew (on a new port if 0).
 
 Running kopf in the same event loop (`kopf.operator()` in a task): when it stops, kopf waits 5 s
 for, then cancels, every task created after it started, including the server side of keep-alive
@@ -34,7 +36,8 @@ Emulated:
 - openAPIV3Schema: pruning of unknown fields (kept under `x-kubernetes-preserve-unknown-fields`;
   `fieldValidation=Strict` turns them into a 400, `Warn` (the default) into `Warning` headers),
   `default`s, validation with jsonschema (Draft 4, as OpenAPI v3.0) incl. `nullable`,
-  `x-kubernetes-int-or-string`, duplicate keys in `x-kubernetes-list-type: map|set` lists:
+  `x-kubernetes-int-or-string`, duplicate keys in `x-kubernetes-list-type: map|set` lists, CEL
+  `x-kubernetes-validations` rules in the subset of `k8s/cel.py`:
   422 `Status` with `details.causes` (field path + message, reasons as the real server's);
   metadata.name/labels checks;
 - 409 on a stale metadata.resourceVersion (PUT, PATCH, delete preconditions), 409 AlreadyExists,
@@ -50,21 +53,30 @@ Emulated:
   no new finalizers on a deleting object; namespaces: must exist (404) and not be terminating (403)
   for creates; deleting one deletes its content, then itself;
 - PATCH: merge-patch, json-patch (a failed `test` op is a 422, as kopf expects), strategic-merge
-  for built-ins only (applied as a merge patch; 415 for custom resources, as the real server),
-  PUT, GET, DELETE (incl. preconditions), DELETE on a collection, generateName;
+  for built-ins only (merge keys of the common lists, directives; 415 for custom resources, as the
+  real server), server-side apply (`application/apply-patch+yaml`: a manager's last applied
+  configuration decides what it owns, no managedFields, no conflicts), PUT, GET, DELETE (incl.
+  preconditions), DELETE on a collection, generateName;
+- protobuf request bodies of the built-in kinds (kubectl's `create namespace|secret|...`);
+- discovery (legacy and aggregated `apidiscovery.k8s.io/v2`, subresources as `name/status` only),
+  `/openapi/v2` and `/openapi/v3` from the registry, `as=Table` responses for list/get/watch from
+  additionalPrinterColumns, `/version`;
 - resources: namespaces, secrets (stringData folded into data, base64 checked), configmaps,
-  serviceaccounts, core and events.k8s.io events, coordination.k8s.io leases, CRDs; CRDs POSTed
+  serviceaccounts, core and events.k8s.io events, coordination.k8s.io leases, and what manifests/
+  holds (services, deployments (reported rolled out at once), poddisruptionbudgets, RBAC,
+  networkpolicies), stored generically, CRDs; CRDs POSTed
   (or `install_crds()`) appear in discovery with their verbs, subresources, short names,
   categories; kopf's peering CRDs (kopf.dev/v1 ClusterKopfPeering, KopfPeering) are pre-installed;
   deleting a CRD removes its resource and objects. `/healthz`, `/livez`, `/readyz`.
 
-Not emulated: CEL (`x-kubernetes-validations` rules are accepted and NOT evaluated), `format`
-checks, admission webhooks, authentication (any or no token is accepted) and RBAC, server-side
-apply (415), CRD conversion beyond "None" (all served versions share one store), garbage
-collection of ownerReferences and the Foreground/Orphan propagation policies, `dryRun`, Table
-output (printer columns), `resourceVersion`/`resourceVersionMatch` on lists (always the latest),
-consistent `continue` snapshots (pages are cut from the current state), managedFields, TLS, the
-watch cache's timing, pods/deployments and other built-ins not listed above.
+Not emulated: CEL beyond a subset (`k8s/cel.py`: rules outside it, e.g. macros or `oldSelf`,
+are accepted and NOT evaluated), `format` checks, admission webhooks, authentication (any or no token is accepted) and RBAC, server-side
+apply's field ownership and conflicts, CRD conversion beyond "None" (all served versions share
+one store), garbage collection of ownerReferences and the Foreground/Orphan propagation policies,
+`dryRun`, protobuf responses, `resourceVersion`/`resourceVersionMatch` on lists (always the
+latest), consistent `continue` snapshots (pages are cut from the current state), managedFields, TLS, the
+watch cache's timing, pods and other built-ins not listed above, kind-specific validation and
+the controllers of built-ins.
 """
 
 from __future__ import annotations
@@ -83,7 +95,8 @@ __all__ = ["KubernetesApiEmulator", "load_manifests", "main"]
 async def _serve(args: argparse.Namespace) -> None:
     api = KubernetesApiEmulator(host=args.host, port=args.port, crds=args.crds,
                                 namespaces=[*DEFAULT_NAMESPACES, *args.namespace],
-                                kopf_peering=not args.no_kopf_peering, bookmark_interval=args.bookmark_interval)
+                                kopf_peering=not args.no_kopf_peering, bookmark_interval=args.bookmark_interval,
+                                faults=args.control_port is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -91,8 +104,17 @@ async def _serve(args: argparse.Namespace) -> None:
     async with api:
         if args.kubeconfig:
             api.write_kubeconfig(args.kubeconfig)
+        control = None
+        if args.control_port is not None:
+            from kafkaops.testing.k8s.chaos import control_server
+
+            control = await control_server(api, args.control_port).start()
         print(api.url, flush=True)
+        if control is not None:
+            print(control.url, flush=True)  # the second line: the fault hooks (docs/reliability.md)
         await stop.wait()
+        if control is not None:
+            await control.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"a namespace to create besides {', '.join(DEFAULT_NAMESPACES)} (repeatable)")
     parser.add_argument("--kubeconfig", metavar="PATH", help="also write a kubeconfig pointing at the emulator")
     parser.add_argument("--no-kopf-peering", action="store_true", help="do not pre-install kopf's peering CRDs")
+    parser.add_argument("--control-port", type=int, default=None, metavar="PORT",
+                        help="serve fault hooks over HTTP on this port (0: free; its URL is the 2nd line)")
     parser.add_argument("--bookmark-interval", type=float, default=60.0, metavar="SECONDS")
     args = parser.parse_args(argv)
     try:

@@ -29,6 +29,7 @@ class ChildProcess:
     directory: Path
     log_path: Path
     url: str = ""
+    control_url: str = ""  # the fault hooks (--control-port), when asked for
 
     @property
     def pid(self) -> int:
@@ -66,8 +67,9 @@ class ChildProcess:
 
 
 def start_emulator(crds: str | Path | Sequence[str | Path] = "crds", namespaces: Sequence[str] = (),
-                   timeout: float = 30.0) -> ChildProcess:
-    """The Kubernetes API emulator in its own process; its URL is the first line it prints."""
+                   timeout: float = 30.0, control: bool = False) -> ChildProcess:
+    """The Kubernetes API emulator in its own process; its URL is the first line it prints
+    (`control`: with its fault hooks on a free port, `control_url`)."""
     directory = Path(tempfile.mkdtemp(prefix="kafkaops-k8s-"))
     argv = [sys.executable, "-m", "kafkaops.testing.k8s_emulator", "--port", "0",
             "--kubeconfig", str(directory / "kubeconfig")]
@@ -75,6 +77,8 @@ def start_emulator(crds: str | Path | Sequence[str | Path] = "crds", namespaces:
         argv += ["--crds", str(path)]
     for namespace in namespaces:
         argv += ["--namespace", namespace]
+    if control:
+        argv += ["--control-port", "0"]
     log_path = directory / "emulator.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
@@ -90,7 +94,18 @@ def start_emulator(crds: str | Path | Sequence[str | Path] = "crds", namespaces:
         child.stop(remove=False)
         raise RuntimeError(f"the Kubernetes API emulator did not start:\n{child.log()}")
     child.url = line.decode().strip()
+    if control:
+        child.control_url = _control_line(child)
     return child
+
+
+def _control_line(child: ChildProcess) -> str:
+    assert child.process.stdout is not None
+    line = child.process.stdout.readline()
+    if not line.strip():
+        child.stop(remove=False)
+        raise RuntimeError(f"{child.name} printed no control URL:\n{child.log()}")
+    return line.decode().strip()
 
 
 def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
@@ -108,16 +123,21 @@ def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
         child.stop(remove=False)
         raise RuntimeError(f"kafkaops dev-cluster did not start:\n{child.log()}")
     child.url = line.decode().strip()
+    if "--control-port" in extra:
+        child.control_url = _control_line(child)
     return child
 
 
 def start_operator(kubeconfig: str | Path, *extra: str, log_path: Path | None = None,
-                   env: dict[str, str] | None = None, peering: str | None = None) -> ChildProcess:
-    """`kafkaops run -A` against `kubeconfig`: standalone, or with kopf peering `peering` (HA);
-    `extra`: more `kafkaops run` options."""
+                   env: dict[str, str] | None = None, peering: str | None = None,
+                   priority: int | None = None) -> ChildProcess:
+    """`kafkaops run -A` against `kubeconfig`: standalone, or with kopf peering `peering` (HA, the
+    highest `priority` leads); `extra`: more `kafkaops run` options."""
     directory = Path(tempfile.mkdtemp(prefix="kafkaops-operator-"))
     log_path = log_path or directory / "operator.log"
     scope = ["--peering", peering] if peering else ["--standalone"]
+    if priority is not None:
+        scope += ["--priority", str(priority)]
     argv = [sys.executable, "-m", "kafkaops", "run", "-A", *scope, "--metrics-port", "0", "--retry-delay", "1", *extra]
     environment = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
     with open(log_path, "ab") as log:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import random
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -158,6 +159,9 @@ class ClusterStateDouble:
         self.reassignments: dict[tuple[str, int], ReassignmentDouble] = {}
         self.pending_leaders: dict[tuple[str, int], int] = {}
         self.tick = 0
+        # per topic name: how often it was created, and how often a create met TOPIC_ALREADY_EXISTS
+        self.created: Counter[str] = Counter()
+        self.already_exists: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- brokers
     @property
@@ -251,6 +255,7 @@ class ClusterStateDouble:
     def add_topic(self, name: str, assignments: list[list[int]], configs: Mapping[str, str]) -> TopicDouble:
         topic = TopicDouble(name, self.new_topic_id(), [], dict(configs))
         self.topics[name] = topic
+        self.created[name] += 1
         self.topic_ids[topic.topic_id] = name
         self._collisions[collision_key(name)] = name
         self._append_partitions(topic, assignments)

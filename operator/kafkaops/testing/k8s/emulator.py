@@ -62,10 +62,16 @@ class KubernetesApiEmulator:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         kopf_peering: bool = True,
         bookmark_interval: float = 60.0,
+        faults: bool = False,
     ) -> None:
         self.host = host
         self._port = port
-        self.kmock = EmulatorHandler(bookmark_interval=bookmark_interval)
+        if faults:  # fault hooks for chaos runs (k8s/chaos.py)
+            from .chaos import ChaosHandler
+
+            self.kmock: EmulatorHandler = ChaosHandler(bookmark_interval=bookmark_interval)
+        else:
+            self.kmock = EmulatorHandler(bookmark_interval=bookmark_interval)
         self.store: ApiStore = self.kmock.store
         self._server: kmock.Server | None = None
         for namespace in namespaces:

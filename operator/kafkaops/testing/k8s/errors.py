@@ -73,11 +73,16 @@ def method_not_allowed() -> ApiError:
                     message="the server does not allow this method on the requested resource", details={})
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+def unsupported_media_type(content_type: str, message: str | None = None) -> ApiError:
     return ApiError(status=415, reason="UnsupportedMediaType",
-                    message=f'the body of the request was in an unknown format - accepted media types include: '
-                            f'application/json-patch+json, application/merge-patch+json (got "{content_type}")',
+                    message=message or f'the body of the request was in an unknown format - accepted media types '
+                                       f'include: application/json-patch+json, application/merge-patch+json, '
+                                       f'application/apply-patch+yaml (got "{content_type}")',
                     details={})
+
+
+def not_acceptable(message: str) -> ApiError:
+    return ApiError(status=406, reason="NotAcceptable", message=message, details={})
 
 
 def expired(message: str) -> ApiError:

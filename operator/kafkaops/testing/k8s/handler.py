@@ -23,7 +23,9 @@ import attrs
 import kmock
 from kmock._internal import rendering  # StreamingError: kmock's own wrapper, handled as kmock does
 
-from . import errors, patches, selectors
+import yaml
+
+from . import discovery, errors, openapi, patches, protobuf, selectors, table
 from .paths import ApiPath, parse_request
 from .resources import ResourceRegistry
 from .store import ApiStore
@@ -98,6 +100,9 @@ class EmulatorHandler(kmock.KubernetesScaffold):
         return document
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        own = self._serve_documents(request)
+        if own is not None:
+            return own
         # kmock decides by filtering its whole request log for every request (quadratic: 200 creates
         # cost 20,000 filter calls). While a test has added no reactions of its own, resource
         # requests go straight to the store; with reactions (fault injection) kmock decides.
@@ -107,6 +112,50 @@ class EmulatorHandler(kmock.KubernetesScaffold):
             return await super()._handle(request)
         except _ServeFromStore:
             return await self._serve(request, self._paths[request.id])
+
+    # -- discovery, OpenAPI, version --------------------------------------------------------------
+
+    def _serve_documents(self, request: kmock.Request) -> aiohttp.web.StreamResponse | None:
+        """Discovery, OpenAPI and /version from the registry; None for any other request."""
+        if str(request.method.value).upper() != "GET":
+            return None
+        path = request.url.path.rstrip("/") or "/"
+        accept = request.headers.get("Accept", "")
+        defs = list(self.store.registry)
+        document: dict[str, Any] | None
+        media = "application/json"
+        parts = path.strip("/").split("/")
+        if path == "/version":
+            document = dict(discovery.SERVER_VERSION)
+        elif path in ("/api", "/apis"):
+            aggregated = discovery.wants_aggregated(accept)
+            if aggregated:
+                document, media = discovery.aggregated(defs, core=path == "/api", media_type=aggregated), aggregated
+            else:
+                document = discovery.api_versions() if path == "/api" else discovery.api_group_list(defs)
+        elif parts[0] == "api" and len(parts) == 2:
+            document = discovery.resource_list(defs, "", parts[1])
+        elif parts[0] == "apis" and len(parts) == 2:
+            document = discovery.api_group(defs, parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            document = discovery.resource_list(defs, parts[1], parts[2])
+        elif path == "/openapi/v2":
+            if openapi.V2_PROTOBUF in accept and "json" not in accept:
+                # answered with the name the real server uses ("@" is not allowed in a Content-Type)
+                return aiohttp.web.Response(body=openapi.v2_protobuf(), headers={
+                    "Content-Type": "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"})
+            document = openapi.v2_document(defs)
+        elif path == "/openapi/v3":
+            document = openapi.v3_index(defs)
+        elif path.startswith("/openapi/v3/"):
+            document = openapi.v3_document(defs, path.removeprefix("/openapi/v3/"))
+        else:
+            return None
+        if document is None:
+            raise errors.resource_not_found()
+        response = aiohttp.web.Response(body=json.dumps(document).encode(), content_type="application/json")
+        response.headers["Content-Type"] = media
+        return response
 
     # -- resource requests ------------------------------------------------------------------------
 
@@ -125,15 +174,29 @@ class EmulatorHandler(kmock.KubernetesScaffold):
 
         if method == "GET" and params.get("watch") in ("true", "1"):
             return await self._watch(request, rdef, namespace, path)
+        as_table = table.wants_table(request.headers.get("Accept", "")) if path.subresource is None else None
+        include = params.get("includeObject", "Metadata")
         if method == "GET" and path.name is None:
             match = self._matcher(params, rdef)
             limit = int(params["limit"]) if params.get("limit", "").isdigit() else None
-            return self._json(self.store.list(rdef, namespace, match=match, limit=limit,
-                                              continue_token=params.get("continue")))
+            listed = self.store.list(rdef, namespace, match=match, limit=limit, continue_token=params.get("continue"))
+            if as_table:
+                return self._json(table.table(rdef, listed["items"], list_metadata=listed["metadata"],
+                                              include_object=include, version=as_table))
+            return self._json(listed)
         if method == "GET":
-            return self._json(self.store.get(rdef, namespace, path.name or ""))
+            obj = self.store.get(rdef, namespace, path.name or "")
+            if as_table:
+                return self._json(table.table(rdef, [obj], list_metadata={"resourceVersion": obj["metadata"].get(
+                    "resourceVersion", "")}, include_object=include, version=as_table))
+            return self._json(obj)
 
         body = request.data
+        content_type = request.headers.get("Content-Type", "")
+        if content_type.split(";")[0].strip().lower() == protobuf.MEDIA_TYPE and request.body:
+            if method not in ("POST", "PUT", "DELETE"):
+                raise errors.unsupported_media_type(protobuf.MEDIA_TYPE)
+            body = protobuf.decode(request.body)
         if method in ("POST", "PUT") and request.body and body is None:
             raise errors.bad_request("the body of the request could not be decoded as JSON")
         if method == "POST" and path.name is None:
@@ -145,8 +208,19 @@ class EmulatorHandler(kmock.KubernetesScaffold):
             obj, warnings = self.store.replace(rdef, namespace, path.name, body, subresource=path.subresource,
                                                field_validation=field_validation)
             return self._json(obj, warnings=warnings)
+        if method == "PATCH" and path.name is not None and \
+                content_type.split(";")[0].strip().lower() == patches.APPLY and path.subresource is None:
+            if rdef.namespaced and namespace is None:
+                raise errors.method_not_allowed()
+            try:
+                applied = yaml.safe_load(request.body or b"")
+            except yaml.YAMLError as exc:
+                raise errors.bad_request(f"error decoding YAML: {exc}") from None
+            obj, warnings, created = self.store.apply(
+                rdef, namespace, path.name, applied, manager=params.get("fieldManager", ""),
+                field_validation=field_validation)
+            return self._json(obj, status=201 if created else 200, warnings=warnings)
         if method == "PATCH" and path.name is not None:
-            content_type = request.headers.get("Content-Type", "")
             obj, warnings = self.store.patch(
                 rdef, namespace, path.name, subresource=path.subresource, field_validation=field_validation,
                 patched=lambda current: patches.apply_patch(current, request.body, content_type, custom=rdef.custom))
@@ -187,11 +261,17 @@ class EmulatorHandler(kmock.KubernetesScaffold):
             send_initial_events=params.get("sendInitialEvents") == "true",
             allow_bookmarks=params.get("allowWatchBookmarks") == "true", timeout=timeout,
             bookmark_interval=self.bookmark_interval, stopping=self.stopping)
+        as_table = table.wants_table(request.headers.get("Accept", ""))
+        include = params.get("includeObject", "Metadata")
         response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         assert request._raw_request is not None
         await response.prepare(request._raw_request)  # headers go out at once, as from the real server
         try:
             async for event in events:
+                if as_table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    event = {"type": event["type"], "object": table.table(
+                        rdef, [event["object"]], include_object=include, version=as_table,
+                        list_metadata={"resourceVersion": event["object"]["metadata"].get("resourceVersion", "")})}
                 await response.write(json.dumps(event).encode() + b"\n")
             await response.write_eof()
         except ConnectionError:

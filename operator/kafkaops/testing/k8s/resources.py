@@ -33,6 +33,7 @@ class ResourceDef:
     tracks_generation: bool = False
     storage_version: str = ""  # the version objects are stored in (all versions share one store)
     field_selectors: frozenset[str] = frozenset({"metadata.name", "metadata.namespace"})
+    printer_columns: tuple[dict[str, Any], ...] = ()  # a CRD version's additionalPrinterColumns
 
     @property
     def api_version(self) -> str:
@@ -78,6 +79,18 @@ BUILTINS: tuple[ResourceDef, ...] = (
     _builtin("events.k8s.io", "v1", "events", "Event", True, short_names=("ev",)),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
     CRD_RESOURCE,
+    # What manifests/ holds, stored and served generically (no controllers, no kind-specific checks):
+    _builtin("", "v1", "services", "Service", True, short_names=("svc",), subresources=frozenset({"status"})),
+    _builtin("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
+             subresources=frozenset({"status"}), tracks_generation=True),
+    _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, short_names=("pdb",),
+             subresources=frozenset({"status"}), tracks_generation=True),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    _builtin("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, short_names=("netpol",),
+             tracks_generation=True),
 )
 
 # kopf's own peering CRDs (as in kopf's docs, peering.yaml): installed by default so that
@@ -144,6 +157,7 @@ def crd_resources(crd: dict[str, Any]) -> list[ResourceDef]:
             subresources=frozenset(sub for sub in (version.get("subresources") or {}) if sub == "status"),
             schema=copy.deepcopy(version["schema"]["openAPIV3Schema"]),
             custom=True, tracks_generation=True, storage_version=storage[0],
+            printer_columns=tuple(copy.deepcopy(version.get("additionalPrinterColumns") or ())),
         )
         for version in versions if version.get("served", True)
     ]

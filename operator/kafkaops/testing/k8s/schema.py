@@ -4,7 +4,8 @@ The order is the real API server's: drop unknown fields (pruning), fill in defau
 Validation runs `jsonschema`'s Draft 4 validator (OpenAPI v3.0 schemas use draft-4 keywords, e.g.
 boolean `exclusiveMinimum`) on a copy of the schema where `nullable` and
 `x-kubernetes-int-or-string` are translated. `format` is not checked (neither is it by Kubernetes
-for most formats). `x-kubernetes-validations` (CEL rules) are NOT evaluated.
+for most formats). `x-kubernetes-validations` (CEL rules) are evaluated where they fall in the
+subset `cel.py` understands; other rules (and transition rules, with `oldSelf`) are skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from jsonschema import Draft4Validator
 from jsonschema.exceptions import ValidationError
 
 from . import errors
+from .cel import compile_rule
 
 ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -122,6 +124,7 @@ class SchemaValidator:
         for error in sorted(self._validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
             found.extend(_causes(error))
         found.extend(_list_type_causes(obj, self.schema, []))
+        found.extend(_cel_causes(obj, self.schema, []))
         unique: list[dict[str, str]] = []
         for item in found:
             if item not in unique:
@@ -208,6 +211,31 @@ def _list_type_causes(value: Any, schema: Any, path: list[Any]) -> list[dict[str
             elif key is not None:
                 seen.append(key)
             found.extend(_list_type_causes(item, schema.get("items"), [*path, index]))
+    return found
+
+
+def _cel_causes(value: Any, schema: Any, path: list[Any]) -> list[dict[str, str]]:
+    """Failed `x-kubernetes-validations` rules, at the path of the value they are declared on."""
+    if not isinstance(schema, dict):
+        return []
+    found: list[dict[str, str]] = []
+    for rule in schema.get("x-kubernetes-validations") or ():
+        check = compile_rule(rule.get("rule", ""))
+        if check is not None and not check(value):
+            where = field_path(path) or "<root>"
+            shown = _json_type(value) if isinstance(value, (dict, list)) else _show(value)
+            message = rule.get("message") or f"failed rule: {rule.get('rule')}"
+            found.append(errors.cause(rule.get("reason") or "FieldValueInvalid", where,
+                                      f'Invalid value: "{shown}": {message}'))
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key, additional if isinstance(additional, dict) else None)
+            found.extend(_cel_causes(item, sub, [*path, key]))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(_cel_causes(item, schema.get("items"), [*path, index]))
     return found
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import kmock
 
-from . import errors, resources
+from . import errors, patches, resources
 from .resources import CRD_RESOURCE, NAMESPACES, ResourceDef, ResourceRegistry
 from .schema import SchemaValidator, apply_defaults, metadata_causes, prune
 from .watching import Event, EventLog
@@ -42,6 +42,19 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def _rolled_out(deployment: dict[str, Any]) -> None:
+    """No pods run here: a Deployment's status says it rolled out at once (so `kubectl rollout status`
+    answers), the only status any built-in kind gets from the emulator."""
+    replicas = (deployment.get("spec") or {}).get("replicas", 1)
+    reason = ("NewReplicaSetAvailable", f'ReplicaSet "{deployment["metadata"]["name"]}" has successfully progressed.')
+    deployment["status"] = {
+        "observedGeneration": deployment["metadata"].get("generation", 1), "replicas": replicas,
+        "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+        "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                        "message": "Deployment has minimum availability."},
+                       {"type": "Progressing", "status": "True", "reason": reason[0], "message": reason[1]}]}
+
+
 def _is(rdef: ResourceDef, other: ResourceDef) -> bool:
     return (rdef.group, rdef.plural) == (other.group, other.plural)
 
@@ -55,6 +68,8 @@ class ApiStore:
         self._rv = 100
         self.log = EventLog(self._rv, max_events=max_events)
         self._validators: dict[int, SchemaValidator] = {}
+        # server-side apply: each field manager's last applied configuration, per object
+        self._applied: dict[tuple[Any, str | None, str, str], dict[str, Any]] = {}
         for rdef in resources.BUILTINS:
             registry.add(rdef)
 
@@ -161,6 +176,30 @@ class ApiStore:
         return self._update(rdef, namespace, name, self._decoded(rdef, new), subresource=subresource,
                             field_validation=field_validation, require_rv=False)
 
+    def apply(self, rdef: ResourceDef, namespace: str | None, name: str, applied: Any, *, manager: str,
+              field_validation: str = "Strict") -> tuple[dict[str, Any], list[str], bool]:
+        """Server-side apply (simplified, see `patches.server_side_apply`): creates the object if it
+        does not exist; returns (object, warnings, created)."""
+        if not manager:
+            raise errors.bad_request("PATCH requests of type application/apply-patch+yaml require fieldManager "
+                                     "to be set")
+        applied = self._decoded(rdef, applied)
+        if not (applied.get("metadata") or {}).get("name") in (None, name):
+            raise errors.bad_request(f"the name of the object ({applied['metadata']['name']}) does not match the "
+                                     f"name on the URL ({name})")
+        key = (rdef.storage_key, namespace if rdef.namespaced else None, name, manager)
+        if self.current(rdef, namespace, name) is None:
+            body = copy.deepcopy(applied)
+            _meta(body)["name"] = name
+            obj, warnings = self.create(rdef, namespace, body, field_validation=field_validation)
+            self._applied[key] = applied
+            return obj, warnings, True
+        previous = self._applied.get(key)
+        obj, warnings = self.patch(rdef, namespace, name, subresource=None, field_validation=field_validation,
+                                   patched=lambda current: patches.server_side_apply(current, applied, previous))
+        self._applied[key] = applied
+        return obj, warnings, False
+
     def delete(self, rdef: ResourceDef, namespace: str | None, name: str,
                options: dict[str, Any] | None = None) -> dict[str, Any]:
         old = self._existing(rdef, namespace, name, None)
@@ -214,6 +253,8 @@ class ApiStore:
         return self._rv
 
     def _store(self, rdef: ResourceDef, obj: dict[str, Any]) -> None:
+        if (rdef.group, rdef.plural) == ("apps", "deployments"):
+            _rolled_out(obj)
         meta = obj["metadata"]
         key = (rdef.storage_key, meta.get("namespace") if rdef.namespaced else None, meta["name"])
         stored = copy.deepcopy(obj)

@@ -94,6 +94,7 @@ def plan_topic(state: ClusterStateDouble, topic: Any) -> TopicPlan | ItemError:
     if error is not None:
         return error
     if topic.name in state.topics:
+        state.already_exists[topic.name] += 1
         return ItemError(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
     other = state.colliding_topic(topic.name)
     if other is not None:

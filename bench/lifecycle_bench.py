@@ -1,0 +1,123 @@
+"""Benchmark: the operator's lifecycle at scale (issue 12's figures).
+
+1. `--early N` KafkaTopics created before their KafkaCluster: seconds from the KafkaCluster
+   becoming Ready to all N Ready (goal <= 2 s for 500).
+2. `--restart M` KafkaTopics Ready, the operator killed (SIGKILL) and started again: resources that
+   left Ready (goal 0), status writes and Events during the restart (goal <= 5), ERROR log lines,
+   admin requests of the restarted operator, and seconds until a spec edit made right after the
+   restart is Ready (goal <= 2 s) - once made when the new process starts, once when it reports
+   its KafkaCluster connected.
+
+Each phase starts noida-db, the Kubernetes API emulator and `kafkaops run` as separate processes.
+Times come from a watch stream (when each object was first seen Ready), not from polling.
+
+    .venv/bin/python bench/lifecycle_bench.py [--early 500] [--restart 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
+
+from conftest import Kube, ready, wait_until  # noqa: E402  (the e2e tests' client helpers)
+from lifecycle_helpers import ApiState, ReadyWatch, all_ready, cluster, create_all, topic  # noqa: E402
+from operator_bench import peak_rss_mib, requests_by_api  # noqa: E402
+
+from kafkaops.testing.servers import free_port, start_noida  # noqa: E402
+from kafkaops.testing.stack import start_emulator, start_operator  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESYNCED = "compared with Kafka in one bulk read"
+
+
+def early(count: int) -> None:
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        operator = start_operator(api.kubeconfig)
+        try:
+            kube = Kube(api.kubeconfig, "kafka")
+            create_all(kube, "kafkatopics", [topic(f"early-{i:05d}") for i in range(count)])
+            wait_until(lambda: len([o for o in kube.list("kafkatopics") if o.get("status")]) == count, timeout=600,
+                       what="every KafkaTopic waiting for its cluster")
+            topics, clusters = ReadyWatch(kube, "kafkatopics"), ReadyWatch(kube, "kafkaclusters")
+            kube.create("kafkaclusters", cluster("main", noida.bootstrap))
+            wait_until(lambda: len(topics.first_ready) == count, timeout=600, what="every KafkaTopic Ready")
+            topics.stop(), clusters.stop()
+            connected = clusters.first_ready["main"]
+            times = sorted(t - connected for t in topics.first_ready.values())
+            reported = [line for line in operator.log(10**9).splitlines() if "that waited for it" in line]
+            print(f"early: {count} KafkaTopics created before their KafkaCluster: all Ready {times[-1]:.2f} s after "
+                  f"it was Ready (first {times[0]:.2f} s, median {times[len(times) // 2]:.2f} s); operator: "
+                  f"{reported[-1].split(': ', 1)[-1] if reported else '?'}")
+        finally:
+            operator.stop()
+
+
+def restart(count: int) -> None:
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        kube = Kube(api.kubeconfig, "kafka")
+        first = start_operator(api.kubeconfig)
+        second = third = None
+        try:
+            kube.create("kafkaclusters", cluster("main", noida.bootstrap))
+            create_all(kube, "kafkatopics", [topic(f"kept-{i:05d}", config={"retention.ms": "86400000"})
+                                             for i in range(count)])
+            wait_until(lambda: all_ready(kube, "kafkatopics", count), timeout=900, what="every KafkaTopic Ready")
+            wait_until(lambda: RESYNCED in first.log(10**9), timeout=120, what="the first resync")
+            for label, edit_when in (("at process start", "start"), ("once connected", "connected")):
+                victim = first if second is None else second
+                victim.kill()
+                before = ApiState.read(kube)
+                watch = ReadyWatch(kube, "kafkatopics")
+                metrics_port = free_port()
+                started = time.monotonic()
+                fresh = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port))
+                if second is None:
+                    second = fresh
+                else:
+                    third = fresh
+                name = f"kept-{7 if edit_when == 'start' else 8:05d}"
+                if edit_when == "connected":
+                    wait_until(lambda: "KafkaCluster kafka/main connected" in fresh.log(10**9), timeout=120)
+                edited = time.monotonic()
+                kube.patch("kafkatopics", name, {"spec": {"config": {"retention.ms": "7200000"}}})
+                edit_ready = wait_until(ready(kube, "kafkatopics", name), timeout=120, what="the edit Ready") and \
+                    time.monotonic() - edited
+                wait_until(lambda: RESYNCED in fresh.log(10**9), timeout=300, what="the first resync after the restart")
+                settled = time.monotonic() - started
+                time.sleep(2)
+                watch.stop()
+                after = ApiState.read(kube)
+                written = [k for k in after.written_since(before) if not k.endswith(name)]
+                errors = [line for line in fresh.log(10**9).splitlines() if " ERROR " in line]
+                sent = requests_by_api(metrics_port)
+                print(f"restart ({label}) with {count} KafkaTopics Ready: left Ready {len(watch.left_ready - {name})}, "
+                      f"objects written {len(written)} (watch saw {watch.modified} writes incl. the edit), "
+                      f"Events {after.events - before.events}, ERROR lines {len(errors)}; "
+                      f"edit Ready after {edit_ready:.2f} s; first resync done {settled:.1f} s after the start; "
+                      f"admin requests {sent}; peak RSS {peak_rss_mib(fresh.pid):.0f} MiB")
+                if written:
+                    print(f"  written: {written[:10]}")
+        finally:
+            for process in (first, second, third):
+                if process is not None:
+                    process.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--early", type=int, default=500)
+    parser.add_argument("--restart", type=int, default=2000)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}; noida-db; the API emulator")
+    if args.early:
+        early(args.early)
+    if args.restart:
+        restart(args.restart)
+
+
+if __name__ == "__main__":
+    main()

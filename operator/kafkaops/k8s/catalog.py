@@ -1,0 +1,67 @@
+"""What the API holds, as the operator's watch cache knows it: KafkaClusters, the resources of
+each cluster, and who claims what.
+
+The Reconciler asks the catalog whether a resource's KafkaCluster exists; it never infers that
+from which connections happen to be open ("gone" means the object is absent from the API; "not
+connected yet" means wait). In the operator the catalog reads kopf's indexes, which kopf fills
+from the API before any handler runs, so the answer is right from the first event after a start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from kafkaops.k8s.context import ClusterKey
+from kafkaops.k8s.kinds import Claim, claim_key
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+
+Body = Mapping[str, Any]
+CLAIM, CLUSTER = "claim", "cluster"  # the two kinds of key of the per-kind indexes
+KIND_INDEXES = {KAFKA_TOPIC: "topic_index", KAFKA_ACL: "acl_index", KAFKA_BROKER_CONFIG: "broker_config_index"}
+
+
+class Catalog(Protocol):
+    def cluster(self, key: ClusterKey) -> Body | None:
+        """The KafkaCluster object `key` as last seen in the API, or None when there is none."""
+
+    def resources(self, key: ClusterKey) -> list[Body]:
+        """The KafkaTopics, KafkaAcls and KafkaBrokerConfigs that reference cluster `key`."""
+
+    def claims(self, body: Body) -> list[Claim]:
+        """Everyone claiming what `body` claims (its topic, principal or broker)."""
+
+
+class IndexCatalog:
+    """A catalog over kopf's indexes (mappings of key -> collection of values), bound by the
+    handlers from the keyword arguments kopf passes them (the same live index objects each time)."""
+
+    INDEXES = ("cluster_objects", *KIND_INDEXES.values())
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, Mapping[Any, Iterable[Any]]] = {}
+
+    def bind(self, kwargs: Mapping[str, Any]) -> IndexCatalog:
+        for name in self.INDEXES:
+            if name in kwargs:
+                self._indexes[name] = kwargs[name]
+        return self
+
+    @property
+    def bound(self) -> bool:
+        return "cluster_objects" in self._indexes
+
+    def _get(self, index: str, key: Any) -> list[Any]:
+        return list(self._indexes.get(index, {}).get(key, ()))
+
+    def cluster(self, key: ClusterKey) -> Body | None:
+        found = self._get("cluster_objects", key)
+        return found[-1] if found else None
+
+    def resources(self, key: ClusterKey) -> list[Body]:
+        return [body for index in KIND_INDEXES.values() for body in self._get(index, (CLUSTER, key))]
+
+    def claims(self, body: Body) -> list[Claim]:
+        key = claim_key(body)
+        index = KIND_INDEXES.get(str(body.get("kind")))
+        return self._get(index, (CLAIM, key)) if key is not None and index else []

@@ -1,0 +1,158 @@
+"""Operator lifecycle end to end (the real `kafkaops run` processes, the API emulator, noida-db):
+resources created before their KafkaCluster, a kill -9 and restart with everything Ready,
+deletions around a restart, a leader handover between two replicas, and a quiet log.
+
+The bounds are wide (shared machines); the figures are printed, and bench/lifecycle_bench.py
+records them at scale in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kafkaops.kafka import AdminClient
+from kafkaops.testing.servers import ServerProcess, start_noida
+from kafkaops.testing.stack import ChildProcess, start_emulator, start_operator
+
+from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, peers_settled, ready, wait_until
+from lifecycle_helpers import ApiState, all_ready, cluster, create_all, topic
+
+pytestmark = pytest.mark.noida
+RESYNCED = "compared with Kafka in one bulk read"
+
+
+@pytest.fixture
+def stack() -> Iterator[tuple[ChildProcess, ServerProcess]]:
+    if REAL_KUBECONFIG:
+        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: these tests kill and restart the operator they started")
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        yield api, noida
+
+
+def kafka_topics(bootstrap: str, prefix: str) -> set[str]:
+    async def read() -> set[str]:
+        async with AdminClient.connect(bootstrap) as admin:
+            return {t for t in (await admin.metadata(None)).topics if t.startswith(prefix)}
+    return asyncio.run(read())
+
+
+def errors_in(log: str) -> list[str]:
+    return [line for line in log.splitlines() if " ERROR " in line or '"level": "error"' in line.lower()]
+
+
+def settled_after_start(operator: ChildProcess, since: int = 0) -> None:
+    """The restarted operator connected and compared everything in its first bulk resync."""
+    wait_until(lambda: RESYNCED in operator.log(10**8)[since:], timeout=90, what="the first resync after the start")
+    time.sleep(2)  # resume handlers that would write have had time to
+
+
+def test_resources_created_before_their_cluster_are_ready_right_after_it_connects(stack) -> None:
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    operator = start_operator(api.kubeconfig)
+    try:
+        create_all(kube, "kafkatopics", [topic(f"early-{i:03d}") for i in range(500)])
+        wait_until(lambda: all(condition(o, "Ready").get("reason") == "ClusterNotFound" for o in kube.list("kafkatopics"))
+                   and len(kube.list("kafkatopics")) == 500, timeout=120, what="500 topics waiting for their cluster")
+        kube.create("kafkaclusters", cluster("main", noida.bootstrap))
+        wait_until(ready(kube, "kafkaclusters", "main"), timeout=30, what="the cluster Ready")
+        connected = time.monotonic()
+        wait_until(lambda: all_ready(kube, "kafkatopics", 500), timeout=120, what="500 topics Ready")
+        print(f"500 KafkaTopics Ready {time.monotonic() - connected:.1f}s after their KafkaCluster")
+        assert len(kafka_topics(noida.bootstrap, "early-")) == 500
+        warnings = [e for e in kube.events() if e.type == "Warning"]
+        assert len(warnings) == 0, [f"{e.reason}: {e.message}" for e in warnings[:5]]
+        assert errors_in(operator.log(10**8)) == []
+    finally:
+        operator.stop()
+
+
+def test_a_restart_with_everything_ready_is_invisible(stack) -> None:
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    first = start_operator(api.kubeconfig)
+    second: ChildProcess | None = None
+    try:
+        kube.create("kafkaclusters", cluster("main", noida.bootstrap))
+        create_all(kube, "kafkatopics", [topic(f"steady-{i:03d}", config={"retention.ms": str(3_600_000 + i)})
+                                         for i in range(300)])
+        wait_until(lambda: all_ready(kube, "kafkatopics", 300), timeout=120, what="300 topics Ready")
+        settled_after_start(first)
+        first.kill()
+        before = ApiState.read(kube)
+        second = start_operator(api.kubeconfig)
+        settled_after_start(second)
+        after = ApiState.read(kube)
+        assert after.written_since(before) == [], "a restart with nothing changed writes nothing"
+        assert after.not_ready == before.not_ready == frozenset()
+        assert after.events == before.events, "no Event"
+        assert errors_in(second.log(10**8)) == [], errors_in(second.log(10**8))[:5]
+        # the restarted operator is live: an edit right after the restart is applied
+        kube.patch("kafkatopics", "steady-007", {"spec": {"config": {"retention.ms": "7200000"}}})
+        edited = time.monotonic()
+        wait_until(ready(kube, "kafkatopics", "steady-007"), timeout=30, what="the edit Ready")
+        print(f"edit after the restart Ready in {time.monotonic() - edited:.2f}s")
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.stop()
+
+
+def test_deletions_around_a_restart_all_delete_in_kafka(stack) -> None:
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    first = start_operator(api.kubeconfig)
+    second: ChildProcess | None = None
+    try:
+        kube.create("kafkaclusters", cluster("main", noida.bootstrap,
+                                             topicDeletion={"policy": "Delete", "maxDeletionsPerReconcile": 100}))
+        create_all(kube, "kafkatopics", [topic(f"gone-{i:02d}") for i in range(30)])
+        wait_until(lambda: all_ready(kube, "kafkatopics", 30), timeout=60, what="30 topics Ready")
+        for i in range(0, 10):  # just before the crash
+            kube.delete("kafkatopics", f"gone-{i:02d}")
+        first.kill()
+        for i in range(10, 20):  # while no operator runs
+            kube.delete("kafkatopics", f"gone-{i:02d}")
+        second = start_operator(api.kubeconfig)
+        for i in range(20, 30):  # while it starts
+            kube.delete("kafkatopics", f"gone-{i:02d}")
+        wait_until(lambda: kube.list("kafkatopics") == [], timeout=90, what="every KafkaTopic gone from the API")
+        assert kafka_topics(noida.bootstrap, "gone-") == set(), "every topic deleted in Kafka"
+        assert not [e for e in kube.events() if e.reason == "ClusterNotFound"]
+        assert errors_in(second.log(10**8)) == []
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.stop()
+
+
+def test_a_leader_handover_between_two_replicas_is_invisible(stack) -> None:
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    kube.custom.create_cluster_custom_object("kopf.dev", "v1", "clusterkopfpeerings",
+                                             {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
+                                              "metadata": {"name": "kafkaops"}})
+    lifetime = ["--peering-lifetime", "10"]  # short for the test; long enough for a loaded machine
+    leader = start_operator(api.kubeconfig, *lifetime, peering="kafkaops", priority=100)
+    standby: ChildProcess | None = None
+    try:
+        standby = start_operator(api.kubeconfig, *lifetime, peering="kafkaops", priority=50)
+        peers_settled([leader], [leader, standby])
+        kube.create("kafkaclusters", cluster("main", noida.bootstrap))
+        create_all(kube, "kafkatopics", [topic(f"ha-{i:03d}") for i in range(100)])
+        wait_until(lambda: all_ready(kube, "kafkatopics", 100), timeout=90, what="100 topics Ready")
+        assert RESYNCED not in standby.log(10**8), "the standby stayed paused"
+        settled_after_start(leader)
+        leader.kill()
+        before = ApiState.read(kube)
+        settled_after_start(standby)  # it takes over once the dead leader's peering record expires
+        after = ApiState.read(kube)
+        assert after.written_since(before) == [] and after.events == before.events
+        assert errors_in(standby.log(10**8)) == []
+    finally:
+        for process in (leader, standby):
+            if process is not None:
+                process.stop()
