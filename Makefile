@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo fleet-demo bench bench-fleet dev-cluster image clean soak
+.PHONY: setup test demo fleet-demo fleet-report-png bench bench-fleet dev-cluster image clean soak
 
 setup: $(STAMP)
 
@@ -13,6 +13,11 @@ $(STAMP): pyproject.toml
 	command -v java >/dev/null 2>&1 || { \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless; }
+	@# The fleet report's browser test (and `make fleet-report-png`) drive headless Chromium.
+	command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } \
+	  || echo "chromium could not be installed: the fleet report's browser tests will skip"; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -27,6 +32,11 @@ demo: setup
 # snapshot two example clusters and run the fleet pipeline on examples/ -> fleet-demo/report/report.html
 fleet-demo: setup
 	$(PY) -m kafkaops.fleet.demo --out fleet-demo
+
+# docs/fleet-report.png: the top of fleet-demo's report.html, as a browser shows it
+fleet-report-png: fleet-demo
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,2200 \
+	  --screenshot=docs/fleet-report.png file://$(CURDIR)/fleet-demo/report/report.html
 
 bench: setup
 	$(PY) bench/batcher_bench.py --topics 10000 --backend noida,fake

@@ -398,7 +398,7 @@ def main() -> None:
         root, counts = fleet_for(work, size)
         out = root / "out"
         argv = [sys.executable, "-m", "kafkaops", "fleet", "plan", "--desired", str(root / "repo"), "--observed",
-                str(root / "snapshots"), "--out", str(out), "--policy", str(root / "policy.yaml"),
+                str(root / "snapshots"), "--output-dir", str(out), "--policy", str(root / "policy.yaml"),
                 "--driver-memory", args.driver_memory]
         if args.master:
             argv += ["--master", args.master]

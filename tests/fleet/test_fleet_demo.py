@@ -8,6 +8,7 @@ examples/ as applied is otherwise exactly what the clusters hold.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,17 @@ def test_report_and_what_the_demo_says(demo):
     page = (report / "report.html").read_text()
     # plan samples read like `kafkaops plan`: FieldChange's own text
     assert "<td>partitions: 6 -&gt; 12</td>" in page and "topic: + orders.dlq; partitions: + 1" in page
+    # every manifest link of the changes and drift names the line that declares the resource or field
+    for table, check in (("plan", lambda cells: cells[2] if cells[1] == "KafkaTopic" else "name:"),
+                         ("drift", lambda cells: cells[3].removeprefix("config."))):
+        body = page.split(f'id="t-{table}"')[1].split("<tbody>")[1].split("</tbody>")[0]
+        rows = re.findall(r"<tr>(.*?)</tr>", body)
+        assert rows, table
+        for row in rows:
+            cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            file, line = re.search(r'class="manifest" href="[^"]+" title="([^"]+)">[^<]*:(\d+)</a>', row).groups()
+            text = Path(file).read_text().splitlines()[int(line) - 1]
+            assert check(cells) in text, (table, cells, text)
     said = "\n".join(demo["lines"])
     assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan --desired" in said
     assert "[9/9] report" in said

@@ -121,7 +121,7 @@ def fleet_run(tmp_path_factory: pytest.TempPathFactory, spark, monkeypatch_modul
                           "acls:\n  forbidWildcardResource: true\n")
         out = root / "out"
         result = runner.invoke(cli, ["fleet", "plan", "--desired", str(v2), "--observed", str(snapshots),
-                                     "--out", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False)
+                                     "--output-dir", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False)
         return {"root": root, "out": out, "result": result, "cli": json.loads(cli_plan.stdout), "v2": v2,
                 "snapshots": snapshots, "spark": spark}
     finally:
@@ -192,7 +192,7 @@ def test_drift_orphans_policy_access(fleet_run):
     retention = [d for d in drift if d["name"] == "east.orders.0" and d["field"] == "config.retention.ms"]
     assert retention == [{"cluster": "east", "kind": "KafkaTopic", "name": "east.orders.0", "field": "config.retention.ms",
                           "desired": "172800000", "observed": "86400000", "observed_source": "DYNAMIC_TOPIC_CONFIG",
-                          "file": retention[0]["file"]}]
+                          "file": retention[0]["file"], "index": 0}]
     assert any(d["name"] == "User:producer" and d["desired"] and "east.new.0" in d["desired"] for d in drift
                if d["cluster"] == "east")
     assert any(d["kind"] == "KafkaBrokerConfig" and d["field"] == "config.log.cleaner.threads" for d in drift)
@@ -211,7 +211,10 @@ def test_drift_orphans_policy_access(fleet_run):
 
 def test_report_is_self_contained(fleet_run):
     page = (fleet_run["out"] / "report.html").read_text()
-    assert page.count("<svg") >= 4 and "<script" not in page
-    assert not re.search(r"""(src|href)=["']?https?://""", page)
+    assert page.count("<svg") >= 4 and page.count("<script") == 1 and "<script src" not in page  # inline only
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    # the refused partition decrease comes first among the changes, with its reason and manifest line
+    plan = page.split('id="t-plan"')[1].split("<tbody>")[1].split("</tr>")[0]
+    assert ">refused<" in plan and "PartitionDecrease: " in plan and re.search(r'class="manifest"[^>]*>[^<]*:\d+</a>', plan)
     summary = (fleet_run["out"] / "summary.md").read_text()
     assert "| east |" in summary and "legacy/header.json" in summary

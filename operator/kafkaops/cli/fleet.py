@@ -61,9 +61,10 @@ def fleet() -> None:
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
 @click.option("--driver-memory", default=None, metavar="SIZE", help="Driver memory in local mode [4g].")
 @click.option("--spark-ui", is_flag=True, help="Keep Spark's web UI on.")
+@click.option("-v", "--verbose", is_flag=True, help="Show Spark's and Java's own output.")
 def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master: str | None, policy: str | None,
          prune: bool, internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
-         spark_ui: bool) -> None:
+         spark_ui: bool, verbose: bool) -> None:
     if not desired:
         raise click.UsageError("Missing option '--desired'.")
     observed, out = require(observed, "--observed"), require(out, "--output-dir")
@@ -78,11 +79,12 @@ def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master
     except re.error as exc:
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--internal-topics") from exc
     options = FleetOptions(list(desired), observed, out, master, policy, prune, internal_topics, access_from,
-                           _conf(conf), driver_memory, spark_ui)
+                           _conf(conf), driver_memory, spark_ui, verbose)
     try:
         result = run(options, echo=lambda line: click.echo(line, err=True))
-    except FleetError as exc:
-        click.echo(f"Error: {exc}", err=True)
+    except FleetError as exc:  # the arguments are checked before Spark starts: one line per mistake
+        for line in str(exc).splitlines():
+            click.echo(f"Error: {line}", err=True)
         raise SystemExit(EXIT_ERROR) from None
     click.echo(result.summary())
     click.echo(f"report: {result.out}/report.html")

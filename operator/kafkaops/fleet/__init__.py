@@ -1,6 +1,6 @@
 """kafkaops fleet: the whole fleet's desired state against snapshots of its clusters, on Spark.
 
-    kafkaops fleet plan --desired repo/ --observed snapshots/ --out out/ [--policy policy.yaml]
+    kafkaops fleet plan --desired repo/ --observed snapshots/ --output-dir out/ [--policy policy.yaml]
 
 Stages (pipeline.py), each a small module working on Spark DataFrames:
 
@@ -13,7 +13,11 @@ Stages (pipeline.py), each a small module working on Spark DataFrames:
 | `drift.py`, `orphans.py` | Declared values that differ; topics and ACL bindings declared nowhere. |
 | `policy.py` | The policy file (YAML, schema-checked) and its rules as Spark expressions. |
 | `access.py` | Who can read/write which topic: ACL bindings matched to topics by equi-joins on names and prefixes. |
-| `report.py` | report.html (inline SVG, no script) and summary.md from small aggregates. |
+| `preflight.py` | The CLI's local arguments checked before Spark starts (paths, manifests, snapshots, policy). |
+| `jvmconsole.py` | The JVM's console output, filtered: start-up chatter hidden unless `--verbose`. |
+| `findings.py` | The report's rows: first findings of each output with reason, manifest line, human units (`units.py`). |
+| `report.py`, `charts.py` | report.html: sortable, filterable tables, links to manifest lines, inline SVG charts. |
+| `summary.py` | summary.md: totals and the top findings per cluster, for CI and pull requests. |
 | `demo.py` | `make fleet-demo`: two example clusters, snapshots and a fleet plan of examples/. |
 
 Nothing here imports pyspark at import time except the modules that need it, so

@@ -2,7 +2,7 @@
 
     spark-submit --master yarn --deploy-mode client \
         "$(python -c 'import kafkaops.fleet.__main__ as m; print(m.__file__)')" \
-        plan --desired hdfs:///gitops/repo --observed hdfs:///gitops/snapshots --out hdfs:///gitops/fleet/$(date +%F)
+        plan --desired hdfs:///gitops/repo --observed hdfs:///gitops/snapshots --output-dir hdfs:///gitops/fleet/$(date +%F)
 
 Under spark-submit the session takes spark-submit's master and settings (see session.py).
 """

@@ -59,7 +59,7 @@ def doc_schema():  # -> StructType (pyspark imported lazily)
         "replication_factor": i, "replica_assignment": ArrayType(ArrayType(i)), "config": MapType(s, s),
         "deletion_policy": s, "principal": s, "bindings": ArrayType(binding), "broker_id": i, "has_broker_id": b,
         "bootstrap": ArrayType(s), "max_deletions": i, "allowed_namespaces": ArrayType(allowed),
-        "lines": MapType(s, i), "issues": ArrayType(issue),
+        "lines": MapType(s, i), "field_lines": MapType(s, i), "issues": ArrayType(issue),
     }
     return StructType([StructField(c, types[c]) for c in DOC_COLUMNS])
 
@@ -75,7 +75,8 @@ class Desired:
     bindings: DataFrame  # the valid KafkaAcls' bindings, one row each
     broker_configs: DataFrame
     clusters: DataFrame  # valid KafkaClusters
-    valid: DataFrame | None = None  # the valid documents (cached), which the tables above select from
+    valid: DataFrame | None = None  # the valid documents (cached), which the tables above select from;
+    # with `line` (where the document starts) and `field_lines` (field -> line, for the report's links)
 
     def unpersist(self) -> None:
         for frame in (self.docs, self.issues, self.valid):
@@ -300,7 +301,7 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     issues = own.unionByName(across.select(own.columns)).persist(StorageLevel.MEMORY_AND_DISK)
     rejected = issues.filter(col("severity") == "error").select("file", "index").distinct()
     valid = (docs.filter(col("valid")).join(F.broadcast(rejected), ["file", "index"], "left_anti")
-             .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id", "line")
+             .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id")
              .persist(StorageLevel.MEMORY_AND_DISK))
     topics = valid.filter(col("kind") == KAFKA_TOPIC).select(
         "cluster", col("topic_name").alias("topic"), "partitions", "replication_factor", "replica_assignment",

@@ -41,10 +41,31 @@ DOC_COLUMNS = (
     "file", "index", "line", "kind", "namespace", "name", "cluster", "cluster_from", "ref_namespace", "valid",
     "topic_name", "topic_name_path", "partitions", "replication_factor", "replica_assignment", "config",
     "deletion_policy", "principal", "bindings", "broker_id", "has_broker_id",
-    "bootstrap", "max_deletions", "allowed_namespaces", "lines", "issues",
+    "bootstrap", "max_deletions", "allowed_namespaces", "lines", "field_lines", "issues",
 )
 _LINE_PATHS = ("metadata.name", "spec.topicName", "spec.principal", "spec.brokerId", "spec.clusterRef.name",
                "spec.clusterRef", "spec")
+
+
+# The report links each finding to the line that declares it: field (as the plan, drift and policy
+# outputs name it) -> the manifest's field path.
+_FIELD_PATHS = {"resource": "metadata.name", "partitions": "spec.partitions",
+                "replicationFactor": "spec.replicationFactor", "replicaAssignment": "spec.replicaAssignment",
+                "acl": "spec.acls", "config": "spec.config"}
+
+
+def field_lines(doc: Document, body: Any) -> dict[str, int]:
+    """The lines the report links to: the resource (metadata.name), its topic name, the fields the
+    plan and drift name (`partitions`, `config.retention.ms`, `acl`...)."""
+    lines = {field: line for field, path in _FIELD_PATHS.items() if (line := doc.lines.get(path)) is not None}
+    if (line := doc.lines.get("spec.topicName", lines.get("resource"))) is not None:
+        lines["topic"] = line
+    config = _get(body, "spec", "config")
+    if isinstance(config, Mapping):
+        for key in config:
+            if (line := doc.lines.get(f"spec.config.{key}")) is not None:
+                lines[f"config.{key}"] = line
+    return lines
 
 
 def display_path(path: str) -> str:
@@ -206,6 +227,7 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
     row["valid"] = valid
     row["ref_namespace"] = _str(_get(body, "spec", "clusterRef", "namespace")) or source.namespace
     row["lines"] = {p: line for p in _LINE_PATHS if (line := doc.lines.get(p)) is not None}
+    row["field_lines"] = field_lines(doc, body)
     row["issues"] = [_issue_row(i) for i in issues]
     model = build_resource(doc) if valid else None
     if kind == KAFKA_TOPIC:

@@ -34,12 +34,13 @@ from kafkaops.kafka import ConfigSource
 from kafkaops.reconcile.configs import is_sensitive, values_equal
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, broker_key
+from kafkaops.resources.documents import Source
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-DRIFT_COLUMNS = ["cluster", "kind", "name", "field", "desired", "observed", "observed_source", "file"]
+DRIFT_COLUMNS = ["cluster", "kind", "name", "field", "desired", "observed", "observed_source", "file", "index"]
 SENSITIVE = "(sensitive)"
 
 
@@ -76,36 +77,36 @@ def _config_drift(declared: Mapping[str, str], current: Mapping[str, ObservedCon
 def drift_rows(cluster: str, desired: DesiredState, observed: ObservedState) -> Iterator[dict[str, Any]]:
     """Every drifted value of one cluster (DRIFT_COLUMNS)."""
     def row(kind: str, name: str, field: str, want: str | None, have: str | None, source: str | None,
-            file: str | None) -> dict[str, Any]:
+            where: Source) -> dict[str, Any]:
         return {"cluster": cluster, "kind": kind, "name": name, "field": field, "desired": want, "observed": have,
-                "observed_source": source, "file": file}
+                "observed_source": source, "file": where.file, "index": where.index}
 
     for topic in desired.topics:
         seen = observed.topics.get(topic.topic_name)
         if seen is None:
             continue
-        name, file = topic.topic_name, topic.source.file
+        name, where = topic.topic_name, topic.source
         if topic.replica_assignment is not None:
             want, have = _assignment_text(topic.replica_assignment), _assignment_text(seen.assignment)
             if want != have:
-                yield row(KAFKA_TOPIC, name, "replicaAssignment", want, have, None, file)
+                yield row(KAFKA_TOPIC, name, "replicaAssignment", want, have, None, where)
         else:
             if topic.partitions is not None and topic.partitions != seen.partitions:
-                yield row(KAFKA_TOPIC, name, "partitions", str(topic.partitions), str(seen.partitions), None, file)
+                yield row(KAFKA_TOPIC, name, "partitions", str(topic.partitions), str(seen.partitions), None, where)
             if topic.replication_factor is not None and topic.replication_factor != seen.replication_factor:
                 yield row(KAFKA_TOPIC, name, "replicationFactor", str(topic.replication_factor),
-                          str(seen.replication_factor), None, file)
+                          str(seen.replication_factor), None, where)
         for field, want, have, source in _config_drift(topic.config, seen.configs or {},
                                                         ConfigSource.DYNAMIC_TOPIC_CONFIG):
-            yield row(KAFKA_TOPIC, name, field, want, have, source, file)
+            yield row(KAFKA_TOPIC, name, field, want, have, source, where)
     for acl in desired.acls:
         current = (observed.acls or {}).get(acl.principal)
         if not current:
             continue
         for binding in sorted(acl.bindings - current):
-            yield row(KAFKA_ACL, acl.principal, "acl", str(binding), None, None, acl.source.file)
+            yield row(KAFKA_ACL, acl.principal, "acl", str(binding), None, None, acl.source)
         for binding in sorted(current - acl.bindings):
-            yield row(KAFKA_ACL, acl.principal, "acl", None, str(binding), None, acl.source.file)
+            yield row(KAFKA_ACL, acl.principal, "acl", None, str(binding), None, acl.source)
     for config in desired.broker_configs:
         key = broker_key(config.broker_id)
         if key not in observed.broker_configs:
@@ -113,7 +114,7 @@ def drift_rows(cluster: str, desired: DesiredState, observed: ObservedState) -> 
         own = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if key == "" else ConfigSource.DYNAMIC_BROKER_CONFIG
         name = f"brokers/{key or 'default'}"
         for field, want, have, source in _config_drift(config.config, observed.broker_configs[key], own):
-            yield row(KAFKA_BROKER_CONFIG, name, field, want, have, source, config.source.file)
+            yield row(KAFKA_BROKER_CONFIG, name, field, want, have, source, config.source)
 
 
 def run(planned: DataFrame) -> DataFrame:

@@ -76,5 +76,14 @@ def mkdirs(spark: SparkSession, path: str) -> None:
     fs.mkdirs(hpath)
 
 
+def local_path(path: str) -> str | None:
+    """The local filesystem path of `path` (no scheme, or file:), None when it is on another filesystem."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return None if "://" in path else path
+
+
 def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])

@@ -152,18 +152,10 @@ def parse_header(text: str, file: str, directory: str) -> SnapshotHeader | Input
     )
 
 
-def _local_path(path: str) -> str | None:
-    if path.startswith("file://"):
-        return path[len("file://"):]
-    if path.startswith("file:"):
-        return path[len("file:"):]
-    return None if "://" in path else path
-
-
 def _schema_of(spark: SparkSession, path: str) -> dict[str, str]:
     """Column -> Spark SQL type of a Parquet file: its footer, read with pyarrow for a local file
     (a millisecond), else by Spark (any Hadoop filesystem)."""
-    local = _local_path(path)
+    local = hadoopfs.local_path(path)
     if local is not None:
         import pyarrow.parquet as pq
 

@@ -13,6 +13,7 @@ datasets, so every stage's work is done once.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -20,10 +21,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from kafkaops.fleet import hadoopfs
+from kafkaops.fleet import hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
-from kafkaops.fleet.report import SAMPLE_ROWS, ReportData, render_html, render_markdown
-from kafkaops.reconcile.actions import FieldChange
+from kafkaops.fleet.report import ReportData, render_html
+from kafkaops.fleet.summary import render_markdown
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class FleetOptions:
     conf: dict[str, str] = field(default_factory=dict)
     driver_memory: str | None = None
     ui: bool = False
+    verbose: bool = False  # Spark's own console output (WARN logs, Java's warnings) shown
 
 
 @dataclass
@@ -137,14 +139,16 @@ def load_policy(spark: SparkSession, path: str | None) -> Policy | None:
 
 
 def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None = None) -> FleetResult:
-    """Run every stage; outputs under options.out. FleetError when the run cannot happen at all."""
+    """Run every stage; outputs under options.out. FleetError when the run cannot happen at all (local
+    arguments are checked before Spark starts: preflight)."""
+    checked = preflight.check(options.desired, options.observed, options.policy, options.out)
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from kafkaops.fleet import access, desired as desired_stage, drift, observed as observed_stage, orphans
+    from kafkaops.fleet import access, desired as desired_stage, drift, findings, observed as observed_stage, orphans
     from kafkaops.fleet import plan as plan_stage
     from kafkaops.fleet import policy as policy_stage
-    from kafkaops.fleet.session import create_session
+    from kafkaops.fleet.session import SMALL_INPUT_BYTES, create_session
 
     col = F.col
     progress = Progress(echo)
@@ -152,10 +156,13 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
 
     progress.start("session", "starting Spark" if spark is None else "using the given Spark session")
     if spark is None:
-        spark = create_session(options.master, conf=options.conf, ui=options.ui, driver_memory=options.driver_memory)
+        small = checked.input_bytes is not None and checked.input_bytes <= SMALL_INPUT_BYTES
+        spark = create_session(options.master, conf=options.conf, ui=options.ui, driver_memory=options.driver_memory,
+                               verbose=options.verbose, small=small)
     sc = spark.sparkContext
-    progress.end(f"Spark {spark.version}, master {sc.master}")
-    policy = load_policy(spark, options.policy)
+    progress.end(f"Spark {spark.version}, master {sc.master}"
+                 + (", small-input settings" if spark.conf.get("spark.sql.codegen.wholeStage") == "false" else ""))
+    policy = checked.policy if checked.policy is not None else load_policy(spark, options.policy)
     out = options.out.rstrip("/")
     paths = {name: hadoopfs.join(out, name) for name in OUTPUTS}
     try:
@@ -256,9 +263,11 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
         issue_frame = issue_frame.unionByName(extra)
     _write(issue_frame.select("stage", "cluster", "file", "index", "kind", "namespace", "name", "severity", "rule",
                               "path", "line", "message"), paths["issues"])
-    issues_out = spark.read.parquet(paths["issues"])
+    report_dir = hadoopfs.local_path(out)
     data = ReportData(
         generated_at=started_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        report_dir=os.path.abspath(report_dir) if report_dir is not None else None, cwd=os.getcwd(),
+        snapshots={name: h.file for name, h in observed.headers.items()},
         inputs={"desired": ", ".join(options.desired), "observed": options.observed, "out": out,
                 "master": sc.master, **({"policy": options.policy} if options.policy else {}),
                 "prune": "yes" if options.prune else "no"},
@@ -292,8 +301,6 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     data.problems = [{"stage": p.stage, "cluster": p.cluster, "file": p.file, "rule": p.rule, "message": p.message}
                      for p in problems]
     data.issues = issues
-    data.issue_samples = _rows(issues_out.filter(col("stage") == "desired")
-                               .orderBy(col("severity"), col("file"), col("index")), 50)
     replicas = (observed.partitions.select("cluster", F.explode("replicas").alias("broker"))
                 .groupBy("cluster", "broker").count().withColumnRenamed("count", "replicas"))
     leaders = (observed.partitions.filter(col("leader") >= 0).groupBy("cluster", col("leader").alias("broker")).count()
@@ -309,14 +316,9 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
             F.countDistinct(F.when(col("access") == "write", F.concat_ws("/", "cluster", "topic"))).alias("write"),
             F.array_sort(F.collect_set("cluster")).alias("clusters"))
         .orderBy((col("read") + col("write")).desc(), col("principal")), 15)
-    for name in ("plan", "drift", "orphans", "policy"):
-        frame = spark.read.parquet(paths[name])
-        data.samples[name] = _rows(frame.orderBy("cluster", col("kind").desc(), "name"), SAMPLE_ROWS)
-    for row in data.samples["plan"]:  # the changes as `kafkaops plan` prints them
-        text = "; ".join(str(FieldChange(c["field"], c["old"], c["new"])) for c in row.get("changes") or ())
-        row["change"] = text if len(text) <= 140 else text[:139] + "…"
+    data.tables, merged = findings.collect(spark, paths, desired)
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
-                   "orphans": sum(orphan_counts.values()), "policy": sum(policy_counts.values()),
+                   "orphans": sum(orphan_counts.values()), "policy": merged["policy"],
                    "access": sum(access_counts.values())}
     data.notes = ["plan: like `kafkaops plan --no-state` (the fleet has no ownership record: keys removed from "
                   "manifests are never planned for reset)."]

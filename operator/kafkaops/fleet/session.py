@@ -27,6 +27,22 @@ APP_NAME = "kafkaops-fleet"
 DEFAULT_DRIVER_MEMORY = "4g"
 
 
+# A small local run (the input is a few megabytes: `make fleet-demo`, a team's repository) spends its
+# time starting the JVM, compiling query plans and scheduling tiny tasks, not on data: one shuffle
+# partition, no adaptive re-planning (it splits every query into more jobs), no whole-stage code
+# generation (compiling generated Java costs more than interpreting a few rows), and a JVM that
+# compiles with C1 only and collects garbage in one thread (C2 and parallel GC threads compete for
+# the cores during a run this short). docs/benchmarks.md has the figures.
+SMALL_INPUT_BYTES = 32 * 1024 * 1024
+SMALL_RUN = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
 def _local_cores(master: str) -> int:
     inside = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
     if inside.startswith("*"):
@@ -70,10 +86,15 @@ logger.jetty.level = {level}
 """
 
 
-def _quiet_log4j() -> str:
+def _log_level(verbose: bool) -> str:
+    """ERROR (WARN with --verbose); KAFKAOPS_SPARK_LOG_LEVEL=WARN or INFO overrides."""
+    return os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "WARN" if verbose else "ERROR").upper()
+
+
+def _quiet_log4j(verbose: bool = False) -> str:
     """A log4j2 configuration that lets only errors through (the JVM's start-up chatter otherwise
-    fills the terminal); KAFKAOPS_SPARK_LOG_LEVEL=WARN or INFO brings it back."""
-    level = os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR").lower()
+    fills the terminal)."""
+    level = _log_level(verbose).lower()
     path = os.path.join(tempfile.gettempdir(), f"kafkaops-fleet-log4j2-v4-{level}.properties")
     if not os.path.exists(path):
         with open(path, "w", encoding="utf-8") as handle:
@@ -88,9 +109,16 @@ def create_session(
     ui: bool = False,
     driver_memory: str | None = None,
     app_name: str = APP_NAME,
+    verbose: bool = False,
+    small: bool = False,
 ) -> SparkSession:
-    """The session for one run (an existing one is reused: tests share one JVM)."""
+    """The session for one run (an existing one is reused: tests share one JVM). A JVM started
+    here has its console filtered (jvmconsole) unless `verbose`. `small` (local mode only): the
+    input is a few megabytes, so start-up and per-query overhead dominate (SMALL_RUN)."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
+
+    from kafkaops.fleet.jvmconsole import launch_gateway
 
     builder = SparkSession.builder.appName(app_name)
     submitted = _submitted_master()
@@ -121,15 +149,25 @@ def create_session(
                 "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
                 "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
             })
+            java = [f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}"]
+            if small:
+                settings.update(SMALL_RUN)
+                java += SMALL_RUN_JAVA
             if not (conf or {}).get("spark.driver.extraJavaOptions"):
-                settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"
+                settings["spark.driver.extraJavaOptions"] = " ".join(java)
     elif driver_memory:
         settings["spark.driver.memory"] = driver_memory
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # noqa: SLF001
+        # start the JVM ourselves to own its console; the builder then uses this gateway
+        conf_obj = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+        if chosen is not None:
+            conf_obj.setMaster(chosen)
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf_obj, verbose), conf=conf_obj)  # noqa: SLF001
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("KAFKAOPS_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(_log_level(verbose))
     for key in ("spark.sql.shuffle.partitions",):  # runtime settings apply to a reused session too
         if key in settings:
             spark.conf.set(key, settings[key])
