@@ -37,13 +37,16 @@ from .settings import (
     SecuritySettings,
     SendFn,
     TokenProvider,
+    held_secret_values,
 )
 from .tls import (
     ssl_context,
 )
 from .redaction import (
     RedactingFilter,
+    install_redaction,
     redact,
+    uninstall_redaction,
 )
 from .properties import (
     ClientProperties,
@@ -74,11 +77,14 @@ __all__ = [
     "SecuritySettings",
     "SendFn",
     "TokenProvider",
+    "held_secret_values",
     "is_secret_key",
     "load_properties",
     "parse_properties",
     "read_properties",
+    "install_redaction",
     "redact",
+    "uninstall_redaction",
     "sasl_authenticate",
     "ssl_context",
 ]

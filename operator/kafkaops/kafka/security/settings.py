@@ -123,6 +123,7 @@ class SecuritySettings:
     def __post_init__(self) -> None:
         self._normalise()
         _validate(self)
+        _HELD_SECRETS.update(self.secret_values())
 
     def _normalise(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -155,6 +156,17 @@ class SecuritySettings:
         """Every non-empty secret value held (for :func:`redact`)."""
         held = (self.ssl_key_password, self.sasl_password, self.sasl_oauth_token)
         return tuple(s.reveal() for s in held if s is not None and s.reveal())
+
+
+# Every secret value any SecuritySettings of this process held: what the log redaction scrubs
+# (`redaction.install_redaction`). Kept for the life of the process, so that a line logged after its
+# settings are gone is scrubbed too; a handful of strings per credential rotation.
+_HELD_SECRETS: set[str] = set()
+
+
+def held_secret_values() -> frozenset[str]:
+    """Every non-empty secret value a `SecuritySettings` of this process has held."""
+    return frozenset(_HELD_SECRETS)
 
 
 def _fail(message: str) -> NoReturn:
