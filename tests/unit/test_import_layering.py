@@ -221,3 +221,15 @@ def test_relative_imports_are_resolved(tmp_path: Path, source: str, expected: st
     root = _tree(tmp_path, {"reconcile/engine.py": source + "\n", "reconcile/plan.py": "", "kafka/admin.py": ""})
     targets = {i.target for i in imports(root) if i.module == "kafkaops.reconcile.engine"}
     assert expected in targets, targets
+
+
+def test_every_subpackage_has_its_readme() -> None:
+    """docs/architecture.md: each subpackage's README says what it owns, what it may import and where
+    to start reading."""
+    missing = [p.name for p in SOURCE.iterdir()
+               if p.is_dir() and (p / "__init__.py").is_file() and not (p / "README.md").is_file()]
+    assert missing == []
+    for name in ALLOWED:
+        if (SOURCE / name).is_dir():
+            text = (SOURCE / name / "README.md").read_text(encoding="utf-8")
+            assert "import" in text, f"{name}/README.md does not say what it may import"
