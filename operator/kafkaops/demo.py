@@ -32,7 +32,6 @@ from rich.console import Console
 from rich.table import Table
 
 from kafkaops.resources.kinds import KAFKA_CLUSTER
-from kafkaops.testing.stack import start_dev_cluster, start_emulator, start_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "clusters" / "dev"
@@ -146,6 +145,9 @@ def main() -> None:
                           "(the operator must run there)")
             bootstrap, config_path = args.bootstrap_server, Path(kubeconfig)
         else:
+            # the test doubles (a source checkout's `dev` install), imported only when they start
+            from kafkaops.testing.stack import start_dev_cluster, start_emulator, start_operator
+
             kafka = stack.enter_context(start_dev_cluster())
             console.print(f"Kafka: kafkaops dev-cluster (fake 3-broker cluster double) at {kafka.url}")
             api = stack.enter_context(start_emulator(ROOT / "crds"))

@@ -1,4 +1,4 @@
-"""reassign.py against the fake cluster double: batches, progress, throttles, revert, external
+"""reconcile/reassign/ against the fake cluster double: batches, progress, throttles, revert, external
 reassignments, restart cleanup, unsupported APIs. Virtual time (tick_interval=None) advances one
 tick per progress report, so every run is deterministic."""
 

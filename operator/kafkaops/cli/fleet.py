@@ -1,6 +1,15 @@
 """`kafkaops fleet plan`: the whole fleet's desired state against snapshots of its clusters, on Spark.
 
 PySpark is imported only when the command runs, so the rest of the CLI starts as fast as before.
+
+This module is also the script spark-submit runs, and `python -m kafkaops.cli.fleet plan ...`:
+
+    spark-submit --master yarn --deploy-mode client \\
+        "$(python -c 'import kafkaops.cli.fleet as m; print(m.__file__)')" \\
+        plan --desired hdfs:///gitops/repo --observed hdfs:///gitops/snapshots --out hdfs:///gitops/fleet/$(date +%F)
+
+Under spark-submit the session takes spark-submit's master and settings (see fleet/session.py).
+It lives here, not in `kafkaops/fleet/__main__.py`, so that the pipeline never imports a front end.
 """
 
 from __future__ import annotations
@@ -91,3 +100,7 @@ def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master
     if result.has_input_errors or result.policy_errors or result.refused:
         raise SystemExit(EXIT_ERROR)
     raise SystemExit(EXIT_CHANGES if result.changes else EXIT_OK)
+
+
+if __name__ == "__main__":
+    fleet(prog_name="kafkaops fleet")

@@ -28,6 +28,7 @@ from kafkaops.cli.plan_apply import apply, plan
 from kafkaops.cli.run import run
 from kafkaops.cli.snapshot import snapshot
 from kafkaops.cli.validate import validate
+from kafkaops.kafka.security import install_redaction
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -70,4 +71,5 @@ for command in (validate, crds, plan, apply, export, snapshot, elect_leaders, fl
 
 
 def main() -> None:
+    install_redaction()  # before anything logs: no secret in any log line of the CLI or the operator
     cli()

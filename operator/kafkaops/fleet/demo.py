@@ -49,7 +49,6 @@ from kafkaops.kafka import (
     ResourceType,
     Results,
 )
-from kafkaops.testing.stack import start_dev_cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -147,6 +146,9 @@ def _kafkaops(*args: str, echo: Echo) -> None:
 
 def run_demo(out: Path, echo: Echo = print, spark: SparkSession | None = None) -> FleetResult:
     """The whole demo; answers `kafkaops fleet plan`'s result (its outputs are under out)."""
+    # the test double (a source checkout's `dev` install), imported only when the demo runs
+    from kafkaops.testing.stack import start_dev_cluster
+
     with ExitStack() as stack:
         work = Path(tempfile.mkdtemp(prefix="kafkaops-fleet-demo-"))
         stack.callback(shutil.rmtree, work, True)

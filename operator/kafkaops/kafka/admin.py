@@ -23,13 +23,11 @@ already reached).
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, stop_after_delay
@@ -37,6 +35,7 @@ from tenacity.wait import wait_exponential_jitter
 
 from . import messages as m
 from .apis import Api
+from .calls import RETRIABLE_CODES, UNCERTAIN_CODES, K, R, Route, V, _Call, _Progress, _merge
 from .connection import BrokerConnection, BrokerPool
 from .errors import (
     ClusterUnreachable,
@@ -67,53 +66,9 @@ from .models import (
 )
 from .security import SecuritySettings
 from .settings import ClientSettings
-from .sizing import config_records, dedupe, one_record, partition_records, split_by_records, topic_records
+from .sizing import config_records, dedupe, partition_records, split_by_records, topic_records
 
 log = logging.getLogger(__name__)
-
-K = TypeVar("K")
-V = TypeVar("V")
-R = TypeVar("R")
-
-RETRIABLE_CODES = frozenset(
-    {
-        int(ErrorCode.not_controller),
-        int(ErrorCode.request_timed_out),
-        int(ErrorCode.network_exception),
-        int(ErrorCode.leader_not_available),
-        int(ErrorCode.throttling_quota_exceeded),
-        int(ErrorCode.coordinator_load_in_progress),
-        int(ErrorCode.broker_not_available),
-    }
-)
-# Errors after which the write may or may not have happened.
-UNCERTAIN_CODES = frozenset({int(ErrorCode.request_timed_out), int(ErrorCode.network_exception)})
-
-
-class Route(enum.Enum):
-    CONTROLLER = "controller"
-    ANY = "any"
-
-
-@dataclass(frozen=True, slots=True)
-class _Call(Generic[K, V, R]):
-    """How one API maps items to a request and a response back to items."""
-
-    api: Api
-    route: Route | int  # a broker id for broker-scoped calls
-    encode: Callable[[dict[K, V]], dict[str, Any]]
-    decode: Callable[[Any, dict[K, V]], Mapping[K, ItemResult[R]]]
-    cost: Callable[[V], int] = one_record
-    write: bool = False
-
-
-@dataclass(slots=True)
-class _Progress(Generic[K, R]):
-    results: dict[K, ItemResult[R]]
-    uncertain: set[K]
-    throttle: float = 0.0
-    started: float = field(default_factory=time.monotonic)
-    unreachable: ClusterUnreachable | None = None  # the last round found no broker at all
 
 
 class AdminClient:
@@ -599,13 +554,6 @@ def _matches(spec: NewTopic, info: TopicInfo) -> bool:
     partitions_ok = spec.partitions < 0 or len(info.partitions) == spec.partitions
     rf_ok = spec.replication_factor < 0 or info.replication_factor == spec.replication_factor
     return partitions_ok and rf_ok
-
-
-def _merge(parts: Iterable[Results[K, R]]) -> Results[K, R]:
-    merged: dict[K, ItemResult[R]] = {}
-    for part in parts:
-        merged.update(part.items())
-    return Results(merged)
 
 
 class _Connecting:

@@ -2,7 +2,7 @@
 (the first in the assignment), elect them in one request, report per partition.
 
 Used by `kafkaops elect-leaders`, by the KafkaCluster's periodic election in the operator
-(spec.preferredLeaderElection), and after reassignments (reassign.py elects the moved partitions).
+(spec.preferredLeaderElection), and after reassignments (reassign/run.py elects the moved partitions).
 """
 
 from __future__ import annotations

@@ -1,84 +1,20 @@
-"""Partition reassignment: run a replica change (replication factor, assignment) through Kafka.
-
-    plan = plan_change("orders", observed.assignment, 3, brokers)          # pure; placement.py
-    progress = await run_reassignment(admin, plan, ReassignmentSettings(throttle_bytes_per_second=50_000_000),
-                                      progress_callback=report, persist_throttle=store)
-
-What a run does, in order (one `ReassignmentRun`, `start()` returns it):
-
-1. **Preflight**: the cluster must offer AlterPartitionReassignments (45),
-   ListPartitionReassignments (46) and ElectLeaders (43) (IncrementalAlterConfigs
-   (44) too with a throttle): otherwise an `UnsupportedFeature` problem names
-   the API and nothing is sent. One Metadata request gives the live brokers and
-   current replicas; every target is validated against the live brokers
-   (`replicas_problem`): a topic with a bad target is not moved, the others are.
-   One ListPartitionReassignments: a partition already moving to our target (a
-   previous run, before a restart) is adopted; one moving elsewhere was started
-   outside kafkaops: reported as `external` and never touched. Partitions whose
-   replicas already are the target count as done.
-2. **Throttle** (optional, `throttle_bytes_per_second`): the two
-   `*.replication.throttled.rate` broker configs on every broker involved
-   (current and target replicas), and the topic configs
-   `leader.replication.throttled.replicas` (`partition:broker` for the current
-   replicas) and `follower.replication.throttled.replicas` (the adding
-   replicas), appended to what is there. What kafkaops adds is described by a
-   `ThrottleRecord`, handed to `persist_throttle` *before* anything is written.
-3. **Move** in batches: never more than `max_partitions_moving` partitions of
-   this run (or of a shared `MoveBudget`, per cluster) in flight. Each round:
-   one ListPartitionReassignments for every unfinished partition (completion =
-   the partition left the list; one now moving elsewhere, or a pending one
-   that started moving, was taken over from outside: left alone), then what
-   fits in the free slots is submitted (one AlterPartitionReassignments), then
-   one DescribeLogDirs per broker involved gives the bytes (size of the adding
-   replicas vs the largest current replica, i.e. the leader's). Progress is
-   reported after every round, rounds are `poll_interval` apart.
-4. **Unthrottle**: the record's entries and rates are removed (`cleanup_throttles`),
-   then `persist_throttle(None)`.
-5. **Elect**: one preferred leader election for the moved (and cancelled)
-   partitions; ELECTION_NOT_NEEDED is success, other failures are notes.
-
-`run.revert()` (a changed desired state while moving) cancels the partitions in
-flight (Kafka puts them back on their previous replicas), submits nothing more,
-removes the throttle: state `cancelled`. `timeout` does the same with a retriable
-`ReassignmentTimeout` problem.
-
-Throttles are never left behind: every exit of a run removes them (try/finally),
-except a *cancelled task* (shutdown, crash) when the caller persists the record:
-the moves then go on in Kafka, still throttled, and the next start calls
-`cleanup_throttles(admin, record)` first, then forgets the record (it may then
-run the plan again: moves still in flight to the same targets are adopted).
-Without `persist_throttle`, a cancelled task removes the throttle before it ends.
-
-Errors come back as `Problem`s (`ReassignmentProgress.problem`, `.failed`); only
-programming errors raise.
-"""
+"""Running a reassignment: `start` / `run_reassignment` and the `ReassignmentRun` they return
+(the executor rounds: preflight, throttle, move, unthrottle, elect), `cancel`, `detect_external`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
-from enum import StrEnum
+from dataclasses import replace
+from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kafkaops.kafka import (
-    AdminClient,
-    AlterConfigOp,
-    AlterOp,
-    ConfigResource,
-    ConfigResourceType,
-    ConfigSource,
-    KafkaError,
-    Reassignment,
-    TopicPartition,
-)
+from kafkaops.kafka import AdminClient, KafkaError, Reassignment, TopicPartition
 from kafkaops.kafka.apis import Api, choose_version
 from kafkaops.kafka.errors import (
     ErrorCode,
@@ -86,326 +22,37 @@ from kafkaops.kafka.errors import (
     UnsupportedFeature,
 )
 from kafkaops.reconcile.actions import UNSUPPORTED_FEATURE, Problem, problem_from_exception
-from kafkaops.reconcile.placement import placement_problem, plan_placement, replicas_problem
+from kafkaops.reconcile.placement import replicas_problem
+from kafkaops.reconcile.reassign.plan import (
+    EXTERNAL_REASSIGNMENT,
+    INVALID_REPLICA_ASSIGNMENT,
+    REASSIGNMENT_TIMEOUT,
+    MoveBudget,
+    PartitionMove,
+    ReassignmentPlan,
+    ReassignmentSettings,
+    _call,
+    _item_problem,
+    _now,
+)
+from kafkaops.reconcile.reassign.progress import (
+    ProgressCallback,
+    ReassignmentProgress,
+    ReassignmentState,
+    _bytes,
+    _names,
+)
+from kafkaops.reconcile.reassign.throttle import (
+    PersistThrottle,
+    ThrottleRecord,
+    cleanup_throttles,
+    set_throttles,
+)
 
 log = logging.getLogger(__name__)
 
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-THROTTLE_RATES = (LEADER_RATE, FOLLOWER_RATE)
-THROTTLE_REPLICAS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
-# Problem reasons (rule names; Kafka error names are used as they come).
-INVALID_REPLICA_ASSIGNMENT = "InvalidReplicaAssignment"
-INVALID_REPLICATION_FACTOR = "InvalidReplicationFactor"
-EXTERNAL_REASSIGNMENT = "ExternalReassignment"
-REASSIGNMENT_TIMEOUT = "ReassignmentTimeout"
-REASSIGNMENT_CANCELLED = "ReassignmentCancelled"
-THROTTLE_FAILED = "ThrottleFailed"
-THROTTLE_CLEANUP_FAILED = "ThrottleCleanupFailed"
-
-_EMPTY: Mapping[Any, Any] = MappingProxyType({})
 MAX_FAILED_ROUNDS = 5  # consecutive progress rounds failing (cluster unreachable) before a run gives up
-if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-ProgressCallback = Callable[["ReassignmentProgress"], "Awaitable[None] | None"]
-PersistThrottle = Callable[["ThrottleRecord | None"], "Awaitable[None] | None"]
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-# --- settings, plan -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ReassignmentSettings:
-    """`max_partitions_moving`: partitions in flight at once (per run, or per `MoveBudget` shared
-    by a cluster's runs). `throttle_bytes_per_second`: replication throttle while moving (None:
-    none). `poll_interval`: seconds between progress rounds. `timeout`: seconds before the moves
-    still in flight are cancelled (None: no limit)."""
-
-    max_partitions_moving: int = 10
-    throttle_bytes_per_second: int | None = None
-    poll_interval: float = 5.0
-    timeout: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.max_partitions_moving < 1:
-            raise ValueError("max_partitions_moving must be at least 1")
-        if self.throttle_bytes_per_second is not None and self.throttle_bytes_per_second < 1:
-            raise ValueError("throttle_bytes_per_second must be positive (or None for no throttle)")
-        if self.poll_interval < 0:
-            raise ValueError("poll_interval cannot be negative")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError("timeout must be positive (or None)")
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionMove:
-    current: tuple[int, ...]
-    target: tuple[int, ...]
-
-    @property
-    def adding(self) -> tuple[int, ...]:
-        return tuple(b for b in self.target if b not in self.current)
-
-    @property
-    def removing(self) -> tuple[int, ...]:
-        return tuple(b for b in self.current if b not in self.target)
-
-
-@dataclass(frozen=True, slots=True)
-class ReassignmentPlan:
-    """Partitions to move (only those that change), with current and target replicas. May span
-    topics: an engine merges its topics' plans into one run per cluster."""
-
-    moves: Mapping[TopicPartition, PartitionMove] = field(default_factory=lambda: _EMPTY)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "moves", MappingProxyType(dict(sorted(self.moves.items()))))
-
-    @classmethod
-    def of(cls, topic: str, current: Sequence[Sequence[int]], target: Sequence[Sequence[int]]) -> ReassignmentPlan:
-        """The partitions of `topic` whose replica list differs (partitions beyond `target` stay)."""
-        moves = {
-            TopicPartition(topic, p): PartitionMove(tuple(current[p]) if p < len(current) else (), tuple(wanted))
-            for p, wanted in enumerate(target)
-            if p >= len(current) or tuple(current[p]) != tuple(wanted)
-        }
-        return cls(moves)
-
-    @classmethod
-    def merge(cls, *plans: ReassignmentPlan) -> ReassignmentPlan:
-        moves: dict[TopicPartition, PartitionMove] = {}
-        for plan in plans:
-            moves.update(plan.moves)
-        return cls(moves)
-
-    @property
-    def topics(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(tp.topic for tp in self.moves))
-
-    @property
-    def brokers(self) -> frozenset[int]:
-        return frozenset(b for m in self.moves.values() for b in (*m.current, *m.target))
-
-    def targets(self) -> dict[TopicPartition, tuple[int, ...]]:
-        return {tp: m.target for tp, m in self.moves.items()}
-
-    def for_topic(self, topic: str) -> ReassignmentPlan:
-        return ReassignmentPlan({tp: m for tp, m in self.moves.items() if tp.topic == topic})
-
-    def __len__(self) -> int:
-        return len(self.moves)
-
-    def __bool__(self) -> bool:
-        return bool(self.moves)
-
-
-def plan_change(
-    topic: str,
-    current: Sequence[Sequence[int]],
-    replication_factor: int,
-    brokers: Mapping[int, str | None],
-    target: Sequence[Sequence[int]] | None = None,
-    load: Mapping[int, int] | None = None,
-) -> ReassignmentPlan | Problem:
-    """The plan for a `ChangeReplicas(topic, target, replication_factor)` step, given the topic's
-    current assignment and the live brokers (id -> rack). Pure. `target` None: computed by
-    `plan_placement`; given: it covers the first partitions, the others stay."""
-    if target is None:
-        if not 1 <= replication_factor <= len(brokers):
-            return Problem(INVALID_REPLICATION_FACTOR, f"topic {topic!r}: replication factor {replication_factor} "
-                                                       f"needs at least that many live brokers (live: {sorted(brokers)})")
-        final = plan_placement(current, replication_factor, brokers, load)
-    else:
-        final = tuple(tuple(r) for r in target) + tuple(tuple(r) for r in current[len(target):])
-    problem = placement_problem(final, brokers)
-    if problem is not None:
-        return Problem(INVALID_REPLICA_ASSIGNMENT, f"topic {topic!r}: {problem}")
-    return ReassignmentPlan.of(topic, current, final)
-
-
-class MoveBudget:
-    """How many partitions may move at once; share one per cluster between concurrent runs."""
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError("a move budget needs at least one slot")
-        self.limit = limit
-        self.in_use = 0
-
-    def take(self, wanted: int) -> int:
-        granted = max(0, min(wanted, self.limit - self.in_use))
-        self.in_use += granted
-        return granted
-
-    def force(self, count: int) -> None:
-        """Count moves already in flight (adopted after a restart), even above the limit."""
-        self.in_use += count
-
-    def give(self, count: int) -> None:
-        self.in_use = max(0, self.in_use - count)
-
-
-# --- progress ---------------------------------------------------------------------------------
-
-
-class ReassignmentState(StrEnum):
-    PENDING = "pending"
-    MOVING = "moving"
-    ELECTING = "electing"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-    EXTERNAL = "external"  # done, except partitions someone else is moving (left alone)
-
-
-@dataclass(frozen=True, slots=True)
-class ThrottleRecord:
-    """What kafkaops added to throttle a reassignment, for removing exactly that, also after a
-    restart. Small and JSON-friendly (`to_json`/`from_json`, or `to_entry`/`from_entry` for an
-    ownership-store entry): the rate, the brokers whose two rate keys kafkaops set, and per topic
-    the `partition:broker` entries it appended to the two throttled-replica lists (entries that
-    were already there are not kafkaops')."""
-
-    rate: int
-    brokers: tuple[int, ...] = ()
-    leader_replicas: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
-    follower_replicas: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _EMPTY)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "brokers", tuple(sorted(set(self.brokers))))
-        for name in ("leader_replicas", "follower_replicas"):
-            value = {t: tuple(e) for t, e in sorted(getattr(self, name).items()) if e}
-            object.__setattr__(self, name, MappingProxyType(value))
-
-    @property
-    def topics(self) -> tuple[str, ...]:
-        return tuple(sorted({*self.leader_replicas, *self.follower_replicas}))
-
-    @property
-    def empty(self) -> bool:
-        return not self.brokers and not self.leader_replicas and not self.follower_replicas
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rate": self.rate, "brokers": list(self.brokers),
-                "leaderReplicas": {t: ",".join(e) for t, e in self.leader_replicas.items()},
-                "followerReplicas": {t: ",".join(e) for t, e in self.follower_replicas.items()}}
-
-    def to_entry(self) -> dict[str, str]:
-        """The record as a flat str -> str map: an ownership-store entry (`OwnershipStore.update`)."""
-        entry = {"rate": str(self.rate), "brokers": ",".join(map(str, self.brokers))}
-        entry.update({f"leader/{t}": ",".join(e) for t, e in self.leader_replicas.items()})
-        entry.update({f"follower/{t}": ",".join(e) for t, e in self.follower_replicas.items()})
-        return entry
-
-    @classmethod
-    def from_entry(cls, entry: Mapping[str, str | None]) -> ThrottleRecord:
-        def pick(prefix: str) -> dict[str, tuple[str, ...]]:
-            return {k[len(prefix):]: tuple(e for e in (v or "").split(",") if e)
-                    for k, v in entry.items() if k.startswith(prefix)}
-
-        brokers = tuple(int(b) for b in (entry.get("brokers") or "").split(",") if b)
-        return cls(int(entry["rate"] or 0), brokers, pick("leader/"), pick("follower/"))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ThrottleRecord:
-        def entries(raw: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
-            return {t: tuple(e for e in v.split(",") if e) for t, v in raw.items()}
-
-        return cls(int(data["rate"]), tuple(int(b) for b in data.get("brokers", ())),
-                   entries(data.get("leaderReplicas", {})), entries(data.get("followerReplicas", {})))
-
-
-@dataclass(frozen=True, slots=True)
-class ReassignmentProgress:
-    """Where a run stands. Counts cover kafkaops' partitions (external ones are not counted);
-    bytes are None when DescribeLogDirs could not be read."""
-
-    state: ReassignmentState
-    partitions_total: int
-    partitions_done: int = 0
-    bytes_total: int | None = None
-    bytes_done: int | None = None
-    started_at: datetime | None = None
-    eta: datetime | None = None
-    message: str = ""
-    problem: Problem | None = None  # what stopped the whole run; partitions' own problems are in `failed`
-    failed: Mapping[TopicPartition, Problem] = field(default_factory=lambda: _EMPTY)
-    external: frozenset[TopicPartition] = frozenset()
-    cancelled: frozenset[TopicPartition] = frozenset()
-    moving: frozenset[TopicPartition] = frozenset()
-    throttle: ThrottleRecord | None = None  # set while a throttle is in place
-    notes: tuple[str, ...] = ()
-
-    @property
-    def percent(self) -> int:
-        if self.bytes_total:
-            return min(100, int(100 * (self.bytes_done or 0) / self.bytes_total))
-        if self.partitions_total:
-            return int(100 * self.partitions_done / self.partitions_total)
-        return 100
-
-    @property
-    def finished(self) -> bool:
-        return self.state in (ReassignmentState.DONE, ReassignmentState.CANCELLED,
-                              ReassignmentState.FAILED, ReassignmentState.EXTERNAL)
-
-    def problem_for(self, topic: str) -> Problem | None:
-        """One topic's problem in a (multi-topic) run: its failed partitions, else what stopped the
-        run, else its partitions moved by someone else, else its cancelled ones; None: all moved."""
-        failed = [(tp, p) for tp, p in self.failed.items() if tp.topic == topic]
-        if failed:
-            tp, first = failed[0]
-            more = f" (and {len(failed) - 1} more partition(s))" if len(failed) > 1 else ""
-            return Problem(first.reason, f"{first.message}{more}", first.retriable)
-        if self.state is ReassignmentState.FAILED and self.problem is not None:
-            return self.problem
-        external = sorted(tp for tp in self.external if tp.topic == topic)
-        if external:
-            return Problem(EXTERNAL_REASSIGNMENT, f"partition(s) {_names(external)} are being reassigned by "
-                                                  "someone else (not kafkaops): left alone, retried later", True)
-        cancelled = sorted(tp for tp in self.cancelled if tp.topic == topic)
-        if self.state is ReassignmentState.CANCELLED and cancelled:
-            return Problem(REASSIGNMENT_CANCELLED, f"reassignment of {_names(cancelled)} cancelled "
-                                                   "(back on their previous replicas)", True)
-        return None
-
-
-def _names(partitions: Iterable[TopicPartition], limit: int = 5) -> str:
-    items = sorted(partitions)
-    shown = ", ".join(map(str, items[:limit]))
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def _bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
-# --- errors ------------------------------------------------------------------------------------
-
-
-def _item_problem(what: str, error: KafkaError) -> Problem:
-    return Problem(error.name, f"{what} failed with {error}", error.retriable)
-
-
-async def _call(callback: Callable[[Any], Any] | None, value: Any) -> None:
-    if callback is None:
-        return
-    result = callback(value)
-    if inspect.isawaitable(result):
-        await result
 
 
 # --- external reassignments, cancel -------------------------------------------------------------
@@ -466,154 +113,6 @@ async def cancel(
         if error is not None and error.code != ErrorCode.no_reassignment_in_progress:
             results[tp] = _item_problem(f"cancelling the reassignment of {tp}", error)
     return results
-
-
-# --- throttles ----------------------------------------------------------------------------------
-
-
-def _split(value: str | None) -> list[str]:
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
-def throttle_entries(
-    moves: Mapping[TopicPartition, PartitionMove],
-) -> tuple[dict[str, list[str]], dict[str, list[str]], frozenset[int]]:
-    """Throttled-replica entries per topic (leader: the current replicas; follower: the adding
-    ones) and the brokers involved (current and target replicas)."""
-    leader: dict[str, list[str]] = {}
-    follower: dict[str, list[str]] = {}
-    brokers: set[int] = set()
-    for tp, move in sorted(moves.items()):
-        leader.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in move.current)
-        if move.adding:
-            follower.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in move.adding)
-        brokers.update(move.current, move.target)
-    return leader, follower, frozenset(brokers)
-
-
-async def set_throttles(
-    admin: AdminClient,
-    moves: Mapping[TopicPartition, PartitionMove],
-    rate: int,
-    persist: PersistThrottle | None = None,
-) -> tuple[ThrottleRecord | None, Problem | None, tuple[str, ...]]:
-    """Throttle `moves` at `rate` bytes/s: (record of what kafkaops added, problem, notes).
-
-    Broker rates are set where they are not already overridden with another value (someone
-    else's throttle is left as it is); topic entries are APPENDed (atomic, deduplicated by
-    Kafka), never over a "*". `persist(record)` runs before anything is written. On a problem,
-    whatever was written is removed again (the record is returned if that failed too)."""
-    leader, follower, brokers = throttle_entries(moves)
-    topics = sorted({*leader, *follower})
-    resources = [ConfigResource.topic(t) for t in topics] + [ConfigResource.broker(b) for b in sorted(brokers)]
-    notes: list[str] = []
-    try:
-        described = await admin.describe_configs(resources, keys=[*THROTTLE_REPLICAS, *THROTTLE_RATES])
-    except KafkaOpsError as exc:
-        return None, problem_from_exception(exc, "reading the throttle configs"), ()
-    failed = described.failed()
-    if failed:
-        resource, error = next(iter(failed.items()))
-        return None, _item_problem(f"DescribeConfigs({resource.type.name.lower()} {resource.name})", error), ()
-
-    added: dict[str, dict[str, tuple[str, ...]]] = {LEADER_REPLICAS: {}, FOLLOWER_REPLICAS: {}}
-    ops: dict[ConfigResource, list[AlterConfigOp]] = {}
-    for topic in topics:
-        configs = described[ConfigResource.topic(topic)].value or {}
-        for key, wanted in ((LEADER_REPLICAS, leader.get(topic, [])), (FOLLOWER_REPLICAS, follower.get(topic, []))):
-            entry = configs.get(key)
-            present = _split(entry.value) if entry is not None and entry.source is ConfigSource.DYNAMIC_TOPIC_CONFIG else []
-            if "*" in present:
-                notes.append(f"topic {topic!r}: {key} is '*' (every replica throttled): left as it is")
-                continue
-            new = [e for e in dict.fromkeys(wanted) if e not in present]
-            if new:
-                added[key][topic] = tuple(new)
-                ops.setdefault(ConfigResource.topic(topic), []).append(AlterConfigOp(key, ",".join(new), AlterOp.APPEND))
-    owned: list[int] = []
-    for broker in sorted(brokers):
-        configs = described[ConfigResource.broker(broker)].value or {}
-        others = [k for k in THROTTLE_RATES if (e := configs.get(k)) is not None
-                  and e.source is ConfigSource.DYNAMIC_BROKER_CONFIG and e.value != str(rate)]
-        if others:
-            notes.append(f"broker {broker}: {', '.join(others)} already set to another value by someone else: "
-                         "left as it is")
-            continue
-        owned.append(broker)
-        ops[ConfigResource.broker(broker)] = [AlterConfigOp(k, str(rate), AlterOp.SET) for k in THROTTLE_RATES]
-    record = ThrottleRecord(rate, tuple(owned), added[LEADER_REPLICAS], added[FOLLOWER_REPLICAS])
-    if record.empty:
-        return None, None, tuple(notes)
-    await _call(persist, record)
-    try:
-        written = await admin.incremental_alter_configs(ops)
-        problem = None
-        if written.failed():
-            resource, error = next(iter(written.failed().items()))
-            problem = _item_problem(f"setting the replication throttle on {resource.type.name.lower()} "
-                                    f"{resource.name}", error)
-    except KafkaOpsError as exc:
-        problem = problem_from_exception(exc, "setting the replication throttle")
-    if problem is None:
-        return record, None, tuple(notes)
-    problem = Problem(THROTTLE_FAILED, f"{problem.message}: nothing was moved", problem.retriable)
-    if await cleanup_throttles(admin, record) is None:
-        await _call(persist, None)
-        return None, problem, tuple(notes)
-    return record, problem, tuple(notes)
-
-
-async def cleanup_throttles(admin: AdminClient, record: ThrottleRecord) -> Problem | None:
-    """Remove what `record` says kafkaops added, and only that: its `partition:broker` entries
-    from the two throttled-replica lists (a list left empty is deleted; others' entries stay),
-    and the two rates on its brokers while they still hold the recorded value (a value someone
-    changed since is theirs). Idempotent: call it again after a restart with the persisted
-    record. None when done (forget the record then); a retriable problem otherwise."""
-    resources = [ConfigResource.topic(t) for t in record.topics] + [ConfigResource.broker(b) for b in record.brokers]
-    if not resources:
-        return None
-    try:
-        described = await admin.describe_configs(resources, keys=[*THROTTLE_REPLICAS, *THROTTLE_RATES])
-        ops: dict[ConfigResource, list[AlterConfigOp]] = {}
-        unreadable: list[str] = []
-        for resource in resources:
-            result = described[resource]
-            if result.error is not None:
-                if result.error.code == ErrorCode.unknown_topic_or_partition:
-                    continue  # the topic is gone, and its configs with it
-                unreadable.append(f"{resource.type.name.lower()} {resource.name}: {result.error}")
-                continue
-            configs = result.value or {}
-            if resource.type is not ConfigResourceType.TOPIC:
-                for key in THROTTLE_RATES:
-                    entry = configs.get(key)
-                    if entry is not None and entry.source is ConfigSource.DYNAMIC_BROKER_CONFIG \
-                            and entry.value == str(record.rate):
-                        ops.setdefault(resource, []).append(AlterConfigOp(key, None, AlterOp.DELETE))
-                continue
-            for key, ours in ((LEADER_REPLICAS, record.leader_replicas), (FOLLOWER_REPLICAS, record.follower_replicas)):
-                mine = set(ours.get(resource.name, ()))
-                entry = configs.get(key)
-                if not mine or entry is None or entry.source is not ConfigSource.DYNAMIC_TOPIC_CONFIG:
-                    continue
-                present = _split(entry.value)
-                remove = [e for e in present if e in mine]
-                if not remove:
-                    continue
-                if len(remove) == len(present):
-                    ops.setdefault(resource, []).append(AlterConfigOp(key, None, AlterOp.DELETE))
-                else:
-                    ops.setdefault(resource, []).append(AlterConfigOp(key, ",".join(remove), AlterOp.SUBTRACT))
-        written = await admin.incremental_alter_configs(ops) if ops else None
-    except KafkaOpsError as exc:
-        problem = problem_from_exception(exc, "removing the replication throttle")
-        return Problem(THROTTLE_CLEANUP_FAILED, problem.message, True)
-    failures = unreadable + [f"{r.type.name.lower()} {r.name}: {e}" for r, e in (written.failed() if written else {}).items()
-                             if not (r.type is ConfigResourceType.TOPIC and e.code == ErrorCode.unknown_topic_or_partition)]
-    if failures:
-        return Problem(THROTTLE_CLEANUP_FAILED, "the replication throttle could not be removed everywhere "
-                       f"(kept the record to retry): {'; '.join(failures)}", True)
-    return None
 
 
 # --- the run ------------------------------------------------------------------------------------
