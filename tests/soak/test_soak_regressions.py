@@ -1,14 +1,13 @@
-"""The bugs the soak found, replayed by their seed, each a strict xfail until the operator is
-fixed (operator/kafkaops/k8s/ is the lead's): when the fix lands the xfail turns red and the
-marker comes off. Named for the fault that exposes each. Replays are scenario replays (the same
-steps; the timing between processes varies), so each checks only its own invariant."""
+"""The soak's findings, replayed by their seed and named for the fault that exposed each.
+Replays are scenario replays (the same steps; the timing between processes varies), so each
+checks only its own invariant. Deterministic regression tests of the fixes live beside the code
+(tests/k8s/test_lifecycle.py, tests/e2e/test_operator_lifecycle.py)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import soak  # noqa: E402
@@ -29,11 +28,10 @@ def replay(seed: int, invariant: str, topic: str) -> None:
     assert not mine, "\n".join(map(str, mine))
 
 
-@pytest.mark.xfail(strict=True, reason="operator_kill + unmanage: t16-0006 is created, the operator is killed "
-                                       "(kill -9) twice within 5 s, then annotated kafkaops.io/managed=false and "
-                                       "deleted 2.5 s after the second restart: the topic is deleted in Kafka "
-                                       "under its Delete policy instead of being released")
 def test_operator_kill_then_unmanage_and_delete_keeps_the_topic() -> None:
+    """Finding 1: t16-0006 created, the operator killed twice within 5 s, then annotated
+    kafkaops.io/managed=false and deleted: it must not be deleted in Kafka (no DeleteTopics; the
+    invariant used to flag a topic whose create was still in flight when it was released)."""
     replay(16, "retain-keeps-topic", "t16-0006")
 
 
