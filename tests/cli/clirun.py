@@ -66,6 +66,7 @@ def served_double(**options: Any) -> Iterator[FakeClusterDouble]:
     thread.start()
     double = FakeClusterDouble(**{"brokers": 1, "tick_interval": None, **options})
     asyncio.run_coroutine_threadsafe(double.start(), loop).result(10)
+    double.loop_for_tests = loop  # tests drive the double (stop/start brokers) on its own loop
     try:
         yield double
     finally:

@@ -9,7 +9,6 @@ ACL bindings are created with the admin client the way Strimzi's Topic and User 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,23 +21,16 @@ from kafkaops.kafka import AdminClient
 from kafkaops.kafka.models import AclBinding, AclOperation, AclPermission, NewTopic, PatternType, ResourceType
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
+from clirun import served_double
+
 STRIMZI = Path(__file__).resolve().parents[1] / "resources" / "strimzi"
 PRINCIPAL = "User:CN=my-user"  # examples/user/kafka-user.yaml authenticates with tls
 
 
 @pytest.fixture
 def cluster() -> Iterator[FakeClusterDouble]:
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    double = FakeClusterDouble(brokers=1, tick_interval=None)
-    asyncio.run_coroutine_threadsafe(double.start(), loop).result(10)
-    try:
+    with served_double() as double:
         yield double
-    finally:
-        asyncio.run_coroutine_threadsafe(double.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def _binding(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from kafkaops.cli.progress import PROGRESS_THRESHOLD
 from kafkaops.kafka import AdminClient, ConfigResource, ConfigSource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import ServerProcess, free_port, start_noida
+
+from clirun import served_double
 
 API = "kafkaops.io/v1alpha1"
 MUTATING = {"CreateTopics", "IncrementalAlterConfigs", "CreatePartitions", "DeleteTopics", "CreateAcls", "DeleteAcls"}
@@ -153,22 +154,9 @@ def empty_noida(own_noida: ServerProcess) -> ServerProcess:
     return own_noida
 
 
-@contextlib.contextmanager
-def fake_cluster(**options: Any) -> Iterator[FakeClusterDouble]:
+def fake_cluster(**options: Any) -> contextlib.AbstractContextManager[FakeClusterDouble]:
     """The fake cluster double served from a thread of its own (CliRunner runs asyncio.run itself)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    double = FakeClusterDouble(**{"brokers": 3, "tick_interval": None, **options})
-    asyncio.run_coroutine_threadsafe(double.start(), loop).result(10)
-    double.loop_for_tests = loop  # other tests drive the double (stop/start brokers) on its own loop
-    try:
-        yield double
-    finally:
-        asyncio.run_coroutine_threadsafe(double.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
+    return served_double(**{"brokers": 3, **options})
 
 
 # --- plan / apply basics ------------------------------------------------------------------------------------

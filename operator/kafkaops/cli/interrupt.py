@@ -24,6 +24,7 @@ from typing import TypeVar
 import click
 
 from kafkaops.reconcile.apply import INTERRUPTED
+from kafkaops.reconcile.engine import until_stopped
 from kafkaops.reconcile.outcome import State
 
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
@@ -66,12 +67,7 @@ class Interrupt:
 
     async def bounded(self, work: Awaitable[T], on_timeout: Callable[[], T]) -> T:
         """`work`'s result; once interrupted, at most `grace` seconds more, then `on_timeout()`."""
-        task = asyncio.ensure_future(work)
-        stopped = asyncio.ensure_future(self.stop.wait())
-        try:
-            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
+        task = await until_stopped(work, self.stop)
         if task.done():
             return task.result()
         try:
