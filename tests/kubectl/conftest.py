@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,29 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_operator
+from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_dev_kube, start_operator
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl")
 KUBECTL_DIR = Path(os.path.realpath(KUBECTL)).parent if KUBECTL else None
 VERSIONS = ("kubectl", "kubectl.1.27", "kubectl.1.33")
-
-
-def start_dev_kube(directory: Path, timeout: float = 30.0) -> ChildProcess:
-    """`kafkaops dev-kube --port 0`; `url` is the first line it prints."""
-    log_path = directory / "dev-kube.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "kafkaops", "dev-kube", "--port", "0",
-                                    "--kubeconfig", str(directory / "kubeconfig")],
-                                   stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-    child = ChildProcess("dev-kube", process, directory, log_path)
-    assert process.stdout is not None
-    line = process.stdout.readline() if process.poll() is None else b""
-    if not line.strip():
-        child.stop(remove=False)
-        raise RuntimeError(f"kafkaops dev-kube did not start:\n{child.log()}")
-    child.url = line.decode().strip()
-    return child
 
 
 @dataclass

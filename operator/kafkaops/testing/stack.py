@@ -108,24 +108,37 @@ def _control_line(child: ChildProcess) -> str:
     return line.decode().strip()
 
 
-def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
-    """`kafkaops dev-cluster --port 0` (the fake cluster double, with ACLs) in its own process;
-    `url` holds its bootstrap servers (the first line it prints)."""
-    directory = Path(tempfile.mkdtemp(prefix="kafkaops-dev-cluster-"))
-    log_path = directory / "dev-cluster.log"
+def _start_kafkaops(name: str, args: list[str], directory: Path) -> ChildProcess:
+    """`kafkaops NAME ARGS...` in its own process; `url` is the first line it prints on stdout."""
+    log_path = directory / f"{name}.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "kafkaops", "dev-cluster", "--port", "0", *extra],
+        process = subprocess.Popen([sys.executable, "-m", "kafkaops", name, *args],
                                    stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-    child = ChildProcess("dev-cluster", process, directory, log_path)
+    child = ChildProcess(name, process, directory, log_path)
     assert process.stdout is not None
     line = process.stdout.readline() if process.poll() is None else b""
     if not line.strip():
         child.stop(remove=False)
-        raise RuntimeError(f"kafkaops dev-cluster did not start:\n{child.log()}")
+        raise RuntimeError(f"kafkaops {name} did not start:\n{child.log()}")
     child.url = line.decode().strip()
+    return child
+
+
+def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
+    """`kafkaops dev-cluster --port 0` (the fake cluster double, with ACLs) in its own process;
+    `url` holds its bootstrap servers (the first line it prints)."""
+    child = _start_kafkaops("dev-cluster", ["--port", "0", *extra],
+                            Path(tempfile.mkdtemp(prefix="kafkaops-dev-cluster-")))
     if "--control-port" in extra:
         child.control_url = _control_line(child)
     return child
+
+
+def start_dev_kube(directory: Path | None = None) -> ChildProcess:
+    """`kafkaops dev-kube --port 0` (the API emulator for kubectl); `url` is the API URL, the
+    kubeconfig is `directory/kubeconfig`."""
+    directory = directory or Path(tempfile.mkdtemp(prefix="kafkaops-dev-kube-"))
+    return _start_kafkaops("dev-kube", ["--port", "0", "--kubeconfig", str(directory / "kubeconfig")], directory)
 
 
 def start_operator(kubeconfig: str | Path, *extra: str, log_path: Path | None = None,
