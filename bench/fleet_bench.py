@@ -397,7 +397,7 @@ def main() -> None:
     for size in sizes:
         root, counts = fleet_for(work, size)
         out = root / "out"
-        argv = [sys.executable, "-m", "kafkaops", "fleet", "plan", "--desired", str(root / "repo"), "--observed",
+        argv = [sys.executable, "-m", "kafkaops", "fleet", "plan", "-f", str(root / "repo"), "--observed",
                 str(root / "snapshots"), "--output-dir", str(out), "--policy", str(root / "policy.yaml"),
                 "--driver-memory", args.driver_memory]
         if args.master:

@@ -58,15 +58,15 @@ def _bad_arguments(i: dict[str, Path]) -> list[tuple[list[str], list[str]]]:
     (tmp / "nosnaps" / "dev").mkdir(parents=True)
     (tmp / "bad-policy.yaml").write_text("version: 1\ntopics: {maxPartitions: -1}\n")
     (tmp / "notes.txt").write_text("hello\n")
-    ok = ["--desired", str(i["repo"]), "--observed", str(i["snaps"]), "--output-dir", str(i["out"])]
+    ok = ["-f", str(i["repo"]), "--observed", str(i["snaps"]), "--output-dir", str(i["out"])]
     return [
-        (["--desired", str(tmp / "nope"), *ok[2:]], [f"Error: --desired {tmp / 'nope'}: no such file or directory"]),
-        (["--desired", str(tmp / "empty"), *ok[2:]],
-         [f"Error: --desired {tmp / 'empty'}: no manifests under it (no *.yaml or *.yml files)"]),
-        (["--desired", str(tmp / "hidden"), *ok[2:]],
-         [f"Error: --desired {tmp / 'hidden'}: no manifests under it (no *.yaml or *.yml files)"]),
-        (["--desired", str(tmp / "notes.txt"), *ok[2:]],
-         [f"Error: --desired {tmp / 'notes.txt'}: not a manifest file (*.yaml or *.yml)"]),
+        (["-f", str(tmp / "nope"), *ok[2:]], [f"Error: -f {tmp / 'nope'}: no such file or directory"]),
+        (["-f", str(tmp / "empty"), *ok[2:]],
+         [f"Error: -f {tmp / 'empty'}: no manifests under it (no *.yaml or *.yml files)"]),
+        (["-f", str(tmp / "hidden"), *ok[2:]],
+         [f"Error: -f {tmp / 'hidden'}: no manifests under it (no *.yaml or *.yml files)"]),
+        (["-f", str(tmp / "notes.txt"), *ok[2:]],
+         [f"Error: -f {tmp / 'notes.txt'}: not a manifest file (*.yaml or *.yml)"]),
         ([*ok[:2], "--observed", str(tmp / "missing"), *ok[4:]],
          [f"Error: --observed {tmp / 'missing'}: no such directory"]),
         ([*ok[:2], "--observed", str(tmp / "nosnaps"), *ok[4:]],
@@ -77,8 +77,8 @@ def _bad_arguments(i: dict[str, Path]) -> list[tuple[list[str], list[str]]]:
         ([*ok, "--policy", str(tmp / "no-policy.yaml")], [f"Error: --policy {tmp / 'no-policy.yaml'}: no such file"]),
         ([*ok[:4], "--output-dir", str(tmp / "notes.txt")],
          [f"Error: --output-dir {tmp / 'notes.txt'}: exists and is not a directory"]),
-        (["--desired", str(tmp / "empty"), "--observed", str(tmp / "missing"), *ok[4:]],  # every mistake at once
-         [f"Error: --desired {tmp / 'empty'}: no manifests under it (no *.yaml or *.yml files)",
+        (["-f", str(tmp / "empty"), "--observed", str(tmp / "missing"), *ok[4:]],  # every mistake at once
+         [f"Error: -f {tmp / 'empty'}: no manifests under it (no *.yaml or *.yml files)",
           f"Error: --observed {tmp / 'missing'}: no such directory"]),
     ]
 
@@ -96,7 +96,7 @@ def test_bad_arguments_fail_before_spark_starts(inputs):
 
 def test_old_spelling_of_output_dir_works_with_a_deprecation_warning(inputs):
     missing = inputs["tmp"] / "missing"
-    result, _ = _kafkaops("fleet", "plan", "--desired", str(inputs["repo"]), "--observed", str(missing),
+    result, _ = _kafkaops("fleet", "plan", "-f", str(inputs["repo"]), "--observed", str(missing),
                           "--out", str(inputs["out"]))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
@@ -106,8 +106,8 @@ def test_old_spelling_of_output_dir_works_with_a_deprecation_warning(inputs):
 
 def test_missing_required_options_are_usage_errors(inputs):
     result, _ = _kafkaops("fleet", "plan", "--observed", str(inputs["snaps"]), "--output-dir", str(inputs["out"]))
-    assert result.returncode == 1 and "Missing option '--desired'" in result.stderr  # usage errors exit 1 (README)
-    result, _ = _kafkaops("fleet", "plan", "--desired", str(inputs["repo"]), "--observed", str(inputs["snaps"]))
+    assert result.returncode == 1 and "Missing option '-f'" in result.stderr  # usage errors exit 1 (README)
+    result, _ = _kafkaops("fleet", "plan", "-f", str(inputs["repo"]), "--observed", str(inputs["snaps"]))
     assert result.returncode == 1 and "Missing option '--output-dir'" in result.stderr
 
 
@@ -164,7 +164,7 @@ def test_console_pump_drops_noise_unless_verbose(capfd):
 @pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
                     reason="no Java runtime: `make setup` installs one (Spark needs it)")
 def test_a_run_shows_progress_and_no_spark_noise(inputs):
-    result, seconds = _kafkaops("fleet", "plan", "--desired", str(EXAMPLES / "clusters"), "--observed", str(inputs["snaps"]),
+    result, seconds = _kafkaops("fleet", "plan", "-f", str(EXAMPLES / "clusters"), "--observed", str(inputs["snaps"]),
                                 "--output-dir", str(inputs["out"]), "--policy", str(EXAMPLES / "policy.yaml"))
     print(f"fleet plan of examples/clusters against two small snapshots: {seconds:.1f} s")
     assert result.returncode == 1, result.stderr  # examples/policy.yaml finds errors in these snapshots
@@ -176,3 +176,16 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert all(line.startswith(("[", "  problem: ", "done in ")) for line in lines), lines
     assert result.stdout.splitlines()[-1] == f"report: {inputs['out']}/report.html"
     assert (inputs["out"] / "report.html").exists()
+
+
+def test_the_old_desired_spelling_still_works_with_a_warning(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "kafkaops", "fleet", "plan", "--desired", str(tmp_path / "none"),
+                           "--observed", str(tmp_path), "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == ("kafkaops: --desired is deprecated; use -f/--filename "
+                                           "(the old spelling still works for now)")
+    assert f"-f {tmp_path / 'none'}: no such file or directory" in done.stderr

@@ -85,6 +85,6 @@ def test_report_and_what_the_demo_says(demo):
             text = Path(file).read_text().splitlines()[int(line) - 1]
             assert check(cells) in text, (table, cells, text)
     said = "\n".join(demo["lines"])
-    assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan --desired" in said
+    assert "$ kafkaops snapshot --bootstrap-server" in said and "$ kafkaops fleet plan -f" in said
     assert "[9/9] report" in said
     assert demo["result"].summary().startswith("2 cluster(s): 6 change(s), 0 refused")

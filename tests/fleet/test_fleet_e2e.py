@@ -120,7 +120,7 @@ def fleet_run(tmp_path_factory: pytest.TempPathFactory, spark, monkeypatch_modul
         policy.write_text("version: 1\ntopics:\n  minInsyncReplicas: 2\n  naming:\n    - pattern: '[a-z]+\\.[a-z]+\\.[0-9]+'\n"
                           "acls:\n  forbidWildcardResource: true\n")
         out = root / "out"
-        result = runner.invoke(cli, ["fleet", "plan", "--desired", str(v2), "--observed", str(snapshots),
+        result = runner.invoke(cli, ["fleet", "plan", "-f", str(v2), "--observed", str(snapshots),
                                      "--output-dir", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False)
         return {"root": root, "out": out, "result": result, "cli": json.loads(cli_plan.stdout), "v2": v2,
                 "snapshots": snapshots, "spark": spark}

@@ -145,7 +145,7 @@ def test_lean_install_runs_real_commands(lean: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (["fleet", "plan", "--desired", "d", "--observed", "o", "--output-dir", "x"],
+    (["fleet", "plan", "-f", "d", "--observed", "o", "--output-dir", "x"],
      "Error: kafkaops fleet needs the 'fleet' extra: pip install 'kafkaops[fleet]'"),
     (["snapshot", "--bootstrap-server", "127.0.0.1:1", "--cluster", "prod", "--output-dir", "x"],
      "Error: kafkaops snapshot needs the 'fleet' extra: pip install 'kafkaops[fleet]'"),

@@ -6,7 +6,7 @@ This module is also the script spark-submit runs, and `python -m kafkaops.cli.fl
 
     spark-submit --master yarn --deploy-mode client \\
         "$(python -c 'import kafkaops.cli.fleet as m; print(m.__file__)')" \\
-        plan --desired hdfs:///gitops/repo --observed hdfs:///gitops/snapshots --out hdfs:///gitops/fleet/$(date +%F)
+        plan -f hdfs:///gitops/repo --observed hdfs:///gitops/snapshots --out hdfs:///gitops/fleet/$(date +%F)
 
 Under spark-submit the session takes spark-submit's master and settings (see fleet/session.py).
 It lives here, not in `kafkaops/fleet/__main__.py`, so that the pipeline never imports a front end.
@@ -26,8 +26,8 @@ PLAN_HELP = """Plan the whole fleet on Spark: changes, drift, orphans, policy, a
 
 \b
 Examples:
-  kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
-  kafkaops fleet plan --desired s3a://git/clusters --observed s3a://snaps --output-dir s3a://out
+  kafkaops fleet plan -f clusters/ --observed snapshots/ --output-dir fleet-out/
+  kafkaops fleet plan -f s3a://git/clusters --observed s3a://snaps --output-dir s3a://out
 
 Parquet datasets, report.html, summary.md. Exit 0 none, 2 changes, 1 error. docs/fleet.md.
 """
@@ -50,13 +50,14 @@ def fleet() -> None:
     \b
     Examples:
       kafkaops snapshot --bootstrap-server kafka:9092 --cluster prod --output-dir snapshots/
-      kafkaops fleet plan --desired clusters/ --observed snapshots/ --output-dir fleet-out/
+      kafkaops fleet plan -f clusters/ --observed snapshots/ --output-dir fleet-out/
     """
 
 
 @fleet.command("plan", help=PLAN_HELP)
-@click.option("--desired", "desired", multiple=True, metavar="PATH",
+@click.option("-f", "--filename", "desired", multiple=True, metavar="PATH",
               help="Manifests (repeatable; Hadoop paths too).")
+@old_spelling("--desired", "-f/--filename", "desired", multiple=True)
 @click.option("--observed", metavar="PATH", help="Snapshots: PATH/<cluster>/header.json...")
 @click.option("--output-dir", "out", metavar="DIR", help="Datasets and report go here (replaced).")
 @old_spelling("--out", "--output-dir", "out")
@@ -75,7 +76,7 @@ def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master
          prune: bool, internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
          spark_ui: bool, verbose: bool) -> None:
     if not desired:
-        raise click.UsageError("Missing option '--desired'.")
+        raise click.UsageError("Missing option '-f' / '--filename'.")
     observed, out = require(observed, "--observed"), require(out, "--output-dir")
     import re
 

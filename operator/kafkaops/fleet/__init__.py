@@ -1,6 +1,6 @@
 """kafkaops fleet: the whole fleet's desired state against snapshots of its clusters, on Spark.
 
-    kafkaops fleet plan --desired repo/ --observed snapshots/ --output-dir out/ [--policy policy.yaml]
+    kafkaops fleet plan -f repo/ --observed snapshots/ --output-dir out/ [--policy policy.yaml]
 
 Stages (pipeline.py), each a small module working on Spark DataFrames:
 

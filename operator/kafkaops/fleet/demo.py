@@ -173,7 +173,7 @@ def run_demo(out: Path, echo: Echo = print, spark: SparkSession | None = None) -
     policy = EXAMPLES / "policy.yaml"
     report = out / "report"
     options = FleetOptions([_shown(desired)], _shown(snapshots), _shown(report), policy=_shown(policy))
-    echo(f"$ kafkaops fleet plan --desired {options.desired[0]} --observed {options.observed} --output-dir {options.out} "
+    echo(f"$ kafkaops fleet plan -f {options.desired[0]} --observed {options.observed} --output-dir {options.out} "
          f"--policy {options.policy}")
     return run(options, echo=lambda line: echo(f"  {line}"), spark=spark)
 

@@ -47,16 +47,16 @@ def _walk(root: str):
 
 
 def check_desired(path: str) -> int:
-    """The bytes of manifests under a local `--desired` path; FleetError when there are none."""
+    """The bytes of manifests under a local `-f/--filename` path; FleetError when there are none."""
     if not os.path.exists(path):
-        raise FleetError(f"--desired {path}: no such file or directory")
+        raise FleetError(f"-f {path}: no such file or directory")
     if os.path.isfile(path):
         if not path.endswith(MANIFEST_SUFFIXES):
-            raise FleetError(f"--desired {path}: not a manifest file (*.yaml or *.yml)")
+            raise FleetError(f"-f {path}: not a manifest file (*.yaml or *.yml)")
         return os.path.getsize(path)
     sizes = [size for name, size in _walk(path) if name.endswith(MANIFEST_SUFFIXES)]
     if not sizes:
-        raise FleetError(f"--desired {path}: no manifests under it (no *.yaml or *.yml files)")
+        raise FleetError(f"-f {path}: no manifests under it (no *.yaml or *.yml files)")
     return sum(sizes)
 
 
