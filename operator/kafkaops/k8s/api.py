@@ -57,7 +57,7 @@ class KubernetesApi:
         from kubernetes.client.exceptions import ApiException
 
         retrying = AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
-                                 wait=wait_exponential_jitter(initial=0.2, max=5.0), reraise=True)
+                                 wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
         try:
             async for attempt in retrying:
                 with attempt:
