@@ -4,7 +4,8 @@
 hidden directories skipped), splits multi-document files, skips documents of
 other API groups with a note, ignores empty documents, and reports YAML syntax
 errors and duplicate mapping keys with file and line. It does not validate:
-that is validation.py's job.
+that is validation.py's job. Parsing is libyaml's (CSafeLoader); plain documents are
+turned into data and field positions in one walk (yaml_nodes.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Severity, ValidationIssue, join_path
 from kafkaops.resources.kinds import GROUP_VERSION, KINDS, is_kafkaops_api_version
+from kafkaops.resources.yaml_nodes import construct
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -164,8 +166,12 @@ def _parse(
     try:
         while loader.check_node():
             node = loader.get_node()
-            data = loader.construct_document(node)
-            lines, columns, duplicates = _line_map(node)
+            plain = construct(node, loader) if node is not None else None
+            if plain is not None:
+                data, (lines, columns, duplicates) = plain
+            else:  # merge keys, aliases, explicit tags: PyYAML's own constructor
+                data = loader.construct_document(node)
+                lines, columns, duplicates = _line_map(node)
             yield index, node, data, (lines, columns), duplicates
             index += 1
     except yaml.YAMLError as exc:
