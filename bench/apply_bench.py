@@ -81,7 +81,7 @@ async def run(count: int, partitions: int, files: int) -> list[dict]:
             await admin.delete_topics([t.name for t in floor])
 
             for label in ("apply #1", "apply #2"):
-                engine = Engine(Batcher(admin), cluster="bench")
+                engine = Engine(Batcher(admin, linger=0.0), cluster="bench")  # as the CLI's (cli/sessions.py)
                 start = time.perf_counter()
                 planned = await engine.plan(desired, RunOptions())
                 plan_wall = time.perf_counter() - start

@@ -8,6 +8,10 @@ arriving, the window stays open until `linger` passes without a new item, but
 never longer than ``settings.linger_max`` after its first item (0.5 s by
 default): resources that trickle in (an operator seeing 2,000 new objects over
 4 seconds) still share a few requests, and a lone item waits only `linger`.
+A caller that submits a whole phase in one event-loop pass (the CLI: plan,
+apply and wait each submit every item at once) uses ``linger=0``: the window
+is sent at the end of that pass, and many items of one caller need no
+coroutine each (`submit_many`, behind `describe_topics`/`describe_configs_of`).
 Each caller awaits only its own ``ItemResult``.
 
 Two rules borrowed from Strimzi's BatchingLoop:
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -68,6 +72,12 @@ class _Waiting(Generic[V, R]):
     futures: list[asyncio.Future[ItemResult[R]]] = field(default_factory=list)
 
 
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (asyncio logs unseen ones)."""
+    if not future.cancelled():
+        future.exception()
+
+
 class _Lane(Generic[K, V, R]):
     def __init__(self, name: str, send: Send[K, V, R], cost: Callable[[V], int], linger: float, budget: int,
                  linger_max: float | None = None) -> None:
@@ -90,6 +100,21 @@ class _Lane(Generic[K, V, R]):
         return len(self._queue)
 
     async def submit(self, key: K, value: V) -> ItemResult[R]:
+        return await self._enqueue(key, value)
+
+    async def submit_many(self, items: Iterable[tuple[K, V]]) -> list[ItemResult[R]]:
+        """`submit` for many items at once, without a coroutine per item: each still joins the
+        window like a single submission (and shares its batches with other callers)."""
+        futures = [self._enqueue(key, value) for key, value in items]
+        try:
+            # awaiting a done future does not suspend: one wake-up per batch, not one per item
+            return [await future for future in futures]
+        except BaseException:
+            for future in futures:  # a failed batch fails all its items: the first one raised says why
+                future.add_done_callback(_retrieve)
+            raise
+
+    def _enqueue(self, key: K, value: V) -> asyncio.Future[ItemResult[R]]:
         future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
         waiting = self._queue.pop(key, None)
         if waiting is None:
@@ -105,7 +130,7 @@ class _Lane(Generic[K, V, R]):
             self._flush()
         else:
             self._schedule()
-        return await future
+        return future
 
     def _schedule(self) -> None:
         """Start the window, or push its end `linger` past this item, within `linger_max`."""
@@ -114,7 +139,7 @@ class _Lane(Generic[K, V, R]):
         if self._timer is None:
             self._window_start = now
             self._timer = loop.call_later(self._linger, self._flush)
-        elif self._linger_max > self._linger:
+        elif self._linger_max > self._linger > 0:  # linger 0: sent at the end of this loop pass anyway
             deadline = min(now + self._linger, self._window_start + self._linger_max)
             if deadline > self._timer.when():
                 self._timer.cancel()
@@ -235,7 +260,17 @@ class Batcher:
         Callers asking for different keys of the same resource in one window are served by one
         request item carrying the union of their keys; each gets back only what it asked for.
         """
+        return await self._describe_configs_lane().submit((resource, keys), None)
 
+    async def describe_configs_of(
+        self, wanted: Iterable[tuple[ConfigResource, frozenset[str] | None]]
+    ) -> list[ItemResult[dict[str, ConfigEntry]]]:
+        """`describe_configs` of each (resource, keys) (in order), submitted at once."""
+        return await self._describe_configs_lane().submit_many((item, None) for item in wanted)
+
+    def _describe_configs_lane(
+        self,
+    ) -> _Lane[tuple[ConfigResource, frozenset[str] | None], None, dict[str, ConfigEntry]]:
         async def send(
             items: list[tuple[tuple[ConfigResource, frozenset[str] | None], None]],
         ) -> Mapping[tuple[ConfigResource, frozenset[str] | None], ItemResult[dict[str, ConfigEntry]]]:
@@ -257,15 +292,21 @@ class Batcher:
                     out[(res, wanted)] = ItemResult({k: v for k, v in result.value.items() if k in wanted})
             return out
 
-        return await self._lane("DescribeConfigs", send).submit((resource, keys), None)
+        return self._lane("DescribeConfigs", send)
 
     async def describe_topic(self, name: str) -> ItemResult[TopicInfo]:
         """Metadata for one topic; a window's topics share one Metadata request."""
+        return await self._metadata_lane().submit(name, None)
 
+    async def describe_topics(self, names: Iterable[str]) -> list[ItemResult[TopicInfo]]:
+        """`describe_topic` of each name (in order), submitted at once."""
+        return await self._metadata_lane().submit_many((name, None) for name in names)
+
+    def _metadata_lane(self) -> _Lane[str, None, TopicInfo]:
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[TopicInfo]]:
             return await self.admin.describe_topics([n for n, _ in items])
 
-        return await self._lane("Metadata", send).submit(name, None)
+        return self._lane("Metadata", send)
 
     async def create_acl(self, binding: AclBinding) -> ItemResult[None]:
         async def send(items: list[tuple[AclBinding, None]]) -> Mapping[AclBinding, ItemResult[None]]:
