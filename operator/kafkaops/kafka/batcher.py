@@ -104,15 +104,30 @@ class _Lane(Generic[K, V, R]):
 
     async def submit_many(self, items: Iterable[tuple[K, V]]) -> list[ItemResult[R]]:
         """`submit` for many items at once, without a coroutine per item: each still joins the
-        window like a single submission (and shares its batches with other callers)."""
+        window like a single submission (and shares its batches with other callers). A failed
+        request raises (the first one's exception)."""
+        results = await self.submit_each(items)
+        failed = next((r for r in results if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise failed
+        return results  # type: ignore[return-value]
+
+    async def submit_each(self, items: Iterable[tuple[K, V]]) -> list[ItemResult[R] | Exception]:
+        """Like `submit_many`, but each item answers on its own: its result, or the exception its
+        request failed with (items over the record budget go in several requests)."""
         futures = [self._enqueue(key, value) for key, value in items]
+        out: list[ItemResult[R] | Exception] = []
         try:
-            # awaiting a done future does not suspend: one wake-up per batch, not one per item
-            return [await future for future in futures]
-        except BaseException:
-            for future in futures:  # a failed batch fails all its items: the first one raised says why
-                future.add_done_callback(_retrieve)
-            raise
+            for future in futures:  # awaiting a done future does not suspend: one wake-up per batch
+                try:
+                    out.append(await future)
+                except Exception as exc:
+                    out.append(exc)
+        finally:
+            if len(out) < len(futures):  # cancelled: what answers later is not left unseen
+                for future in futures[len(out):]:
+                    future.add_done_callback(_retrieve)
+        return out
 
     def _enqueue(self, key: K, value: V) -> asyncio.Future[ItemResult[R]]:
         future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
@@ -224,11 +239,20 @@ class Batcher:
     # --- one method per API ------------------------------------------------------------------
 
     async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> ItemResult[CreatedTopic]:
+        return await self._create_topics_lane(validate_only).submit(topic.name, topic)
+
+    async def create_topics_each(
+        self, topics: Iterable[NewTopic], *, validate_only: bool = False
+    ) -> list[ItemResult[CreatedTopic] | Exception]:
+        """`create_topic` of each topic (in order), submitted at once; a failed request's exception
+        in the place of each of its items."""
+        return await self._create_topics_lane(validate_only).submit_each((t.name, t) for t in topics)
+
+    def _create_topics_lane(self, validate_only: bool) -> _Lane[str, NewTopic, CreatedTopic]:
         async def send(items: list[tuple[str, NewTopic]]) -> Mapping[str, ItemResult[CreatedTopic]]:
             return await self.admin.create_topics([t for _, t in items], validate_only=validate_only)
 
-        lane = self._lane(f"CreateTopics(validate_only={validate_only})", send, topic_records)
-        return await lane.submit(topic.name, topic)
+        return self._lane(f"CreateTopics(validate_only={validate_only})", send, topic_records)
 
     async def delete_topic(self, name: str) -> ItemResult[None]:
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[None]]:
@@ -246,11 +270,20 @@ class Batcher:
     async def alter_configs(
         self, resource: ConfigResource, ops: tuple[AlterConfigOp, ...], *, validate_only: bool = False
     ) -> ItemResult[None]:
+        return await self._alter_configs_lane(validate_only).submit(resource, tuple(ops))
+
+    async def alter_configs_each(
+        self, changes: Iterable[tuple[ConfigResource, tuple[AlterConfigOp, ...]]], *, validate_only: bool = False
+    ) -> list[ItemResult[None] | Exception]:
+        """`alter_configs` of each (resource, ops) (in order), submitted at once; a failed request's
+        exception in the place of each of its items."""
+        return await self._alter_configs_lane(validate_only).submit_each((r, tuple(ops)) for r, ops in changes)
+
+    def _alter_configs_lane(self, validate_only: bool) -> _Lane[ConfigResource, tuple[AlterConfigOp, ...], None]:
         async def send(items: list[tuple[ConfigResource, tuple[AlterConfigOp, ...]]]) -> Mapping[ConfigResource, ItemResult[None]]:
             return await self.admin.incremental_alter_configs(items, validate_only=validate_only)
 
-        lane = self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
-        return await lane.submit(resource, tuple(ops))
+        return self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
 
     async def describe_configs(
         self, resource: ConfigResource, keys: frozenset[str] | None = None

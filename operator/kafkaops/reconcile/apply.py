@@ -10,8 +10,9 @@ never stops the others. A resource with a planned problem sends nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kafkaops.kafka import Batcher, ItemResult, KafkaError
 from kafkaops.kafka.errors import KafkaOpsError
@@ -138,7 +139,12 @@ async def apply_plans(
     batcher: Batcher, plans: tuple[ResourcePlan, ...], *, validate_only: bool = False, progress: Progress | None = None,
     stop: asyncio.Event | None = None,
 ) -> list[Applied]:
-    """Apply every resource's plan concurrently; results in the plans' order."""
+    """Apply every resource's plan concurrently; results in the plans' order.
+
+    Resources whose plan is one CreateTopic or one AlterConfigs (a first apply creating
+    thousands of topics, a config change across them) are submitted to the Batcher at once
+    (no coroutine each); they share its windows with the others and end as `apply_resource`
+    would end them."""
 
     async def one(plan: ResourcePlan) -> Applied:
         try:
@@ -147,4 +153,46 @@ async def apply_plans(
             if progress is not None:
                 progress(plan)
 
-    return list(await asyncio.gather(*(one(p) for p in plans)))
+    creates = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], CreateTopic)]
+    alters = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], AlterConfigs)]
+    bulk = {id(p) for p in (*creates, *alters)}
+    others = asyncio.gather(*(one(p) for p in plans if id(p) not in bulk))
+    try:
+        created, altered = await asyncio.gather(
+            _apply_single_steps(creates, lambda steps: batcher.create_topics_each(
+                (s.topic for s in steps), validate_only=validate_only), progress, stop),  # type: ignore[attr-defined]
+            _apply_single_steps(alters, lambda steps: batcher.alter_configs_each(
+                ((s.resource, s.ops) for s in steps), validate_only=validate_only), progress, stop),  # type: ignore[attr-defined]
+        )
+    finally:
+        rest = iter(await others)
+    done = {id(a.plan): a for a in (*created, *altered)}
+    return [done[id(p)] if id(p) in bulk else next(rest) for p in plans]
+
+
+async def _apply_single_steps(
+    plans: list[ResourcePlan], submit: Callable[[list[Step]], Awaitable[list[ItemResult[Any] | Exception]]],
+    progress: Progress | None, stop: asyncio.Event | None,
+) -> list[Applied]:
+    """`apply_resource` of plans of one step each, their steps submitted at once by `submit`."""
+    if not plans:
+        return []
+    steps = [p.steps[0] for p in plans]
+    if stop is not None and stop.is_set():
+        out = [Applied(p, (), Problem(INTERRUPTED, f"not applied: interrupted before {describe_step(s)}", True))
+               for p, s in zip(plans, steps)]
+    else:
+        out = []
+        for plan, step, result in zip(plans, steps, await submit(steps)):
+            if isinstance(result, KafkaOpsError):
+                out.append(Applied(plan, (), problem_from_exception(result, describe_step(step))))
+            elif isinstance(result, Exception):
+                raise result
+            elif result.error is not None:
+                out.append(Applied(plan, (), _problem(step, result.error)))
+            else:
+                out.append(Applied(plan, (step,)))
+    if progress is not None:
+        for plan in plans:
+            progress(plan)
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +125,10 @@ def load_text(text: str, file: str = "<string>") -> LoadResult:
         if data is None:
             continue
         line = node.start_mark.line + 1 if node is not None else None
-        loaded = _classify(data, file, index, line, lines, notes, errors)
+        column = node.start_mark.column + 1 if node is not None else None
+        loaded = _classify(data, file, index, line, lines, notes, errors, columns, column)
         if loaded is None:
             continue
-        loaded = replace(loaded, columns=columns, column=node.start_mark.column + 1 if node is not None else None)
         documents.append(loaded)
         for path, key_line, first_line in duplicates:
             errors.append(
@@ -225,6 +225,8 @@ def _classify(
     lines: dict[str, int],
     notes: list[LoadNote],
     errors: list[ValidationIssue],
+    columns: dict[str, int] | None = None,
+    column: int | None = None,
 ) -> Document | None:
     if not isinstance(data, Mapping):
         notes.append(LoadNote(file, index, f"skipped: a {type(data).__name__}, not a Kubernetes object"))
@@ -254,7 +256,7 @@ def _classify(
                             UNSUPPORTED_API_VERSION, lines.get("apiVersion", line), source)
         )
         return None
-    return Document(source, data, line, lines)
+    return Document(source, data, line, lines, {} if columns is None else columns, column)
 
 
 def _file_issue(file: str, index: int | None, line: int | None, reason: str, rule: str,
