@@ -18,8 +18,6 @@ from typing import Any
 
 import yaml
 
-from kafkaops.resources.issues import join_path
-
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -64,7 +62,7 @@ def construct(node: yaml.Node, constructor: yaml.constructor.SafeConstructor) ->
     def value_of(current: yaml.Node, path: str) -> Any:
         kind = type(current)
         if kind is scalar_node:
-            return scalar(current)
+            return current.value if current.tag == _STR else scalar(current)
         if id(current) in seen:  # an alias: SafeConstructor shares the object
             raise _NotPlain("alias")
         seen.add(id(current))
@@ -75,14 +73,14 @@ def construct(node: yaml.Node, constructor: yaml.constructor.SafeConstructor) ->
             for key_node, value_node in current.value:
                 if type(key_node) is not scalar_node or key_node.tag not in (_STR, _INT, _NULL, _BOOL, _FLOAT):
                     raise _NotPlain("key")
-                child = join_path(path, key_node.value)
+                child = f"{path}.{key_node.value}" if path else key_node.value  # issues.join_path, inlined
                 mark = key_node.start_mark
                 if child in lines:
                     duplicates.append((child, mark.line + 1, lines[child]))
                 else:
                     lines[child] = mark.line + 1
                     columns[child] = mark.column + 1
-                out[scalar(key_node)] = value_of(value_node, child)
+                out[key_node.value if key_node.tag == _STR else scalar(key_node)] = value_of(value_node, child)
             return out
         if kind is sequence_node:
             if current.tag != _SEQ:
