@@ -170,3 +170,25 @@ async def test_linger_zero_sends_what_one_loop_pass_submitted_as_one_request():
     assert [len(b) for b in send.batches] == [500]
     later = await lane.submit("late", 1)  # a later pass: its own request, sent without waiting
     assert len(send.batches) == 2 and later.ok and all(r.ok for r in results)
+
+
+async def test_submit_each_answers_batch_by_batch_in_order():
+    release = asyncio.Event()
+    answered: list[int] = []
+
+    async def send(items):
+        if items[0][0] != "k0":  # the second batch answers only when released
+            await release.wait()
+        return {key: ItemResult(value) for key, value in items}
+
+    lane = _Lane("test", send, lambda v: 10, linger=0.0, budget=50)
+    task = asyncio.ensure_future(lane.submit_each(((f"k{i}", i) for i in range(8)), answered.append))
+    for _ in range(50):
+        if answered:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.02)
+    assert answered == [0, 1, 2, 3, 4]  # the first batch (budget 50 = 5 items), before the second answers
+    release.set()
+    results = await asyncio.wait_for(task, timeout=5)
+    assert answered == list(range(8)) and [r.value for r in results] == list(range(8))

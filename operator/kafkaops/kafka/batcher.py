@@ -112,9 +112,12 @@ class _Lane(Generic[K, V, R]):
             raise failed
         return results  # type: ignore[return-value]
 
-    async def submit_each(self, items: Iterable[tuple[K, V]]) -> list[ItemResult[R] | Exception]:
+    async def submit_each(
+        self, items: Iterable[tuple[K, V]], on_answer: Callable[[int], None] | None = None
+    ) -> list[ItemResult[R] | Exception]:
         """Like `submit_many`, but each item answers on its own: its result, or the exception its
-        request failed with (items over the record budget go in several requests)."""
+        request failed with (items over the record budget go in several requests). `on_answer(i)`
+        is called as the i-th item's answer is taken (in order: batch by batch)."""
         futures = [self._enqueue(key, value) for key, value in items]
         out: list[ItemResult[R] | Exception] = []
         try:
@@ -123,6 +126,8 @@ class _Lane(Generic[K, V, R]):
                     out.append(await future)
                 except Exception as exc:
                     out.append(exc)
+                if on_answer is not None:
+                    on_answer(len(out) - 1)
         finally:
             if len(out) < len(futures):  # cancelled: what answers later is not left unseen
                 for future in futures[len(out):]:
@@ -242,11 +247,11 @@ class Batcher:
         return await self._create_topics_lane(validate_only).submit(topic.name, topic)
 
     async def create_topics_each(
-        self, topics: Iterable[NewTopic], *, validate_only: bool = False
+        self, topics: Iterable[NewTopic], *, validate_only: bool = False, on_answer: Callable[[int], None] | None = None
     ) -> list[ItemResult[CreatedTopic] | Exception]:
         """`create_topic` of each topic (in order), submitted at once; a failed request's exception
-        in the place of each of its items."""
-        return await self._create_topics_lane(validate_only).submit_each((t.name, t) for t in topics)
+        in the place of each of its items (`on_answer`: see `_Lane.submit_each`)."""
+        return await self._create_topics_lane(validate_only).submit_each(((t.name, t) for t in topics), on_answer)
 
     def _create_topics_lane(self, validate_only: bool) -> _Lane[str, NewTopic, CreatedTopic]:
         async def send(items: list[tuple[str, NewTopic]]) -> Mapping[str, ItemResult[CreatedTopic]]:
@@ -273,11 +278,13 @@ class Batcher:
         return await self._alter_configs_lane(validate_only).submit(resource, tuple(ops))
 
     async def alter_configs_each(
-        self, changes: Iterable[tuple[ConfigResource, tuple[AlterConfigOp, ...]]], *, validate_only: bool = False
+        self, changes: Iterable[tuple[ConfigResource, tuple[AlterConfigOp, ...]]], *, validate_only: bool = False,
+        on_answer: Callable[[int], None] | None = None,
     ) -> list[ItemResult[None] | Exception]:
         """`alter_configs` of each (resource, ops) (in order), submitted at once; a failed request's
-        exception in the place of each of its items."""
-        return await self._alter_configs_lane(validate_only).submit_each((r, tuple(ops)) for r, ops in changes)
+        exception in the place of each of its items (`on_answer`: see `_Lane.submit_each`)."""
+        return await self._alter_configs_lane(validate_only).submit_each(((r, tuple(ops)) for r, ops in changes),
+                                                                         on_answer)
 
     def _alter_configs_lane(self, validate_only: bool) -> _Lane[ConfigResource, tuple[AlterConfigOp, ...], None]:
         async def send(items: list[tuple[ConfigResource, tuple[AlterConfigOp, ...]]]) -> Mapping[ConfigResource, ItemResult[None]]:

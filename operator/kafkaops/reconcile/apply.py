@@ -159,10 +159,10 @@ async def apply_plans(
     others = asyncio.gather(*(one(p) for p in plans if id(p) not in bulk))
     try:
         created, altered = await asyncio.gather(
-            _apply_single_steps(creates, lambda steps: batcher.create_topics_each(
-                (s.topic for s in steps), validate_only=validate_only), progress, stop),  # type: ignore[attr-defined]
-            _apply_single_steps(alters, lambda steps: batcher.alter_configs_each(
-                ((s.resource, s.ops) for s in steps), validate_only=validate_only), progress, stop),  # type: ignore[attr-defined]
+            _apply_single_steps(creates, lambda steps, tick: batcher.create_topics_each(
+                (s.topic for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
+            _apply_single_steps(alters, lambda steps, tick: batcher.alter_configs_each(
+                ((s.resource, s.ops) for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
         )
     finally:
         rest = iter(await others)
@@ -171,19 +171,25 @@ async def apply_plans(
 
 
 async def _apply_single_steps(
-    plans: list[ResourcePlan], submit: Callable[[list[Step]], Awaitable[list[ItemResult[Any] | Exception]]],
+    plans: list[ResourcePlan],
+    submit: Callable[[list[Any], Callable[[int], None] | None], Awaitable[list[ItemResult[Any] | Exception]]],
     progress: Progress | None, stop: asyncio.Event | None,
 ) -> list[Applied]:
-    """`apply_resource` of plans of one step each, their steps submitted at once by `submit`."""
+    """`apply_resource` of plans of one step each, their steps submitted at once by `submit`
+    (which calls its second argument with each step's index as it is answered)."""
     if not plans:
         return []
     steps = [p.steps[0] for p in plans]
     if stop is not None and stop.is_set():
         out = [Applied(p, (), Problem(INTERRUPTED, f"not applied: interrupted before {describe_step(s)}", True))
                for p, s in zip(plans, steps)]
+        if progress is not None:
+            for plan in plans:
+                progress(plan)
     else:
+        tick = (lambda i: progress(plans[i])) if progress is not None else None
         out = []
-        for plan, step, result in zip(plans, steps, await submit(steps)):
+        for plan, step, result in zip(plans, steps, await submit(steps, tick)):
             if isinstance(result, KafkaOpsError):
                 out.append(Applied(plan, (), problem_from_exception(result, describe_step(step))))
             elif isinstance(result, Exception):
@@ -192,7 +198,4 @@ async def _apply_single_steps(
                 out.append(Applied(plan, (), _problem(step, result.error)))
             else:
                 out.append(Applied(plan, (step,)))
-    if progress is not None:
-        for plan in plans:
-            progress(plan)
     return out
