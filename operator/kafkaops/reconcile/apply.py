@@ -156,16 +156,14 @@ async def apply_plans(
     creates = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], CreateTopic)]
     alters = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], AlterConfigs)]
     bulk = {id(p) for p in (*creates, *alters)}
-    others = asyncio.gather(*(one(p) for p in plans if id(p) not in bulk))
-    try:
-        created, altered = await asyncio.gather(
-            _apply_single_steps(creates, lambda steps, tick: batcher.create_topics_each(
-                (s.topic for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
-            _apply_single_steps(alters, lambda steps, tick: batcher.alter_configs_each(
-                ((s.resource, s.ops) for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
-        )
-    finally:
-        rest = iter(await others)
+    others, created, altered = await asyncio.gather(  # one gather: cancelling it cancels every part
+        asyncio.gather(*(one(p) for p in plans if id(p) not in bulk)),
+        _apply_single_steps(creates, lambda steps, tick: batcher.create_topics_each(
+            (s.topic for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
+        _apply_single_steps(alters, lambda steps, tick: batcher.alter_configs_each(
+            ((s.resource, s.ops) for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
+    )
+    rest = iter(others)
     done = {id(a.plan): a for a in (*created, *altered)}
     return [done[id(p)] if id(p) in bulk else next(rest) for p in plans]
 
