@@ -116,3 +116,79 @@ async def test_a_lone_item_waits_only_linger():
     started = loop.time()
     await lane.submit("only", 1)
     assert loop.time() - started < 1.0  # not linger_max
+
+
+async def test_submit_many_joins_the_window_of_single_callers_and_answers_in_order():
+    send = RecordingSendDouble(fail_keys={"m7"})
+    lane = _Lane("test", send, lambda v: 1, linger=0.02, budget=10_000)
+    single, many = await asyncio.gather(lane.submit("s", 1), lane.submit_many((f"m{i}", i) for i in range(10)))
+    assert len(send.batches) == 1 and len(send.batches[0]) == 11  # one request for both callers
+    assert single == ItemResult(10)
+    assert [r.value for r in many[:3]] == [0, 10, 20] and many[7].error.name == "INVALID_TOPIC_EXCEPTION"
+
+
+async def test_submit_many_over_the_budget_is_split_like_single_submissions():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 10, linger=30.0, budget=100)
+    results = await asyncio.wait_for(lane.submit_many((f"k{i}", i) for i in range(30)), timeout=5)
+    assert [len(b) for b in send.batches] == [10, 10, 10]
+    assert [r.value for r in results] == [i * 10 for i in range(30)]
+
+
+def test_submit_many_raises_a_failed_call_and_leaves_no_unseen_exception():
+    import gc
+
+    async def unsupported(items):
+        raise UnsupportedFeature("ElectLeaders", 43, 1, None, (0, 2))
+
+    unseen: list[dict] = []
+    raised: list[BaseException] = []
+
+    async def scenario():
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: unseen.append(context))
+        lane = _Lane("test", unsupported, lambda v: 1, linger=0.01, budget=10_000)
+        try:
+            await lane.submit_many([("a", 1), ("b", 2), ("c", 3)])
+        except UnsupportedFeature as exc:
+            raised.append(type(exc))
+        await asyncio.sleep(0)
+
+    loop = asyncio.new_event_loop()  # its own loop, so that everything it held is collected below
+    try:
+        loop.run_until_complete(scenario())
+    finally:
+        loop.close()
+    gc.collect()
+    assert raised == [UnsupportedFeature]
+    assert [c["message"] for c in unseen] == []
+
+
+async def test_linger_zero_sends_what_one_loop_pass_submitted_as_one_request():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.0, budget=10_000, linger_max=0.5)
+    results = await asyncio.gather(*(lane.submit(f"k{i}", i) for i in range(500)))
+    assert [len(b) for b in send.batches] == [500]
+    later = await lane.submit("late", 1)  # a later pass: its own request, sent without waiting
+    assert len(send.batches) == 2 and later.ok and all(r.ok for r in results)
+
+
+async def test_submit_each_answers_batch_by_batch_in_order():
+    release = asyncio.Event()
+    answered: list[int] = []
+
+    async def send(items):
+        if items[0][0] != "k0":  # the second batch answers only when released
+            await release.wait()
+        return {key: ItemResult(value) for key, value in items}
+
+    lane = _Lane("test", send, lambda v: 10, linger=0.0, budget=50)
+    task = asyncio.ensure_future(lane.submit_each(((f"k{i}", i) for i in range(8)), answered.append))
+    for _ in range(50):
+        if answered:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.02)
+    assert answered == [0, 1, 2, 3, 4]  # the first batch (budget 50 = 5 items), before the second answers
+    release.set()
+    results = await asyncio.wait_for(task, timeout=5)
+    assert answered == list(range(8)) and [r.value for r in results] == list(range(8))

@@ -119,7 +119,8 @@ async def open_session(session: Session, options: RunOptions) -> None:
     session.admin = AdminClient(target.settings)
     try:
         await session.admin.start()
-        session.engine = Engine(Batcher(session.admin), ownership=session.store, cluster=target.name,
+        # plan, apply and wait each submit their whole batch in one loop pass: no window to linger for
+        session.engine = Engine(Batcher(session.admin, linger=0.0), ownership=session.store, cluster=target.name,
                                 on_reassignment=ReassignmentDisplay(target.name))
         session.planned = await session.engine.plan(target.desired, options)
     except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:

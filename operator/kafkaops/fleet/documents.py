@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import cache
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kafkaops.resources.documents import Document, Source
@@ -31,6 +30,7 @@ from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUST
 from kafkaops.resources.loader import load_text
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, build_resource
 from kafkaops.resources.rules import check_rules, effective_topic_name
+from kafkaops.resources.schemas import schema_predicate
 from kafkaops.resources.validation import check_document
 
 CLUSTER_REF_OUTSIDE_DIRECTORY = "ClusterRefOutsideDirectory"
@@ -84,56 +84,6 @@ def directory_cluster(path: str) -> str | None:
         if parts[i] == CLUSTERS_DIRECTORY and parts[i + 1]:
             return parts[i + 1]
     return None
-
-
-# --- a faster schema check (the same schema, $refs inlined) ---------------------------------------
-
-
-@cache
-def _inlined_schema(kind: str) -> dict[str, Any] | None:
-    """The kind's JSON Schema with every $ref inlined (None: a recursive or dynamic $ref)."""
-    from kafkaops.resources.schemas import registry, schema_for
-
-    schema = schema_for(kind)
-
-    def inline(node: Any, resolver: Any, depth: int) -> Any:
-        if depth > 50:
-            raise RecursionError("recursive $ref")
-        if isinstance(node, Mapping):
-            if "$dynamicRef" in node or "$recursiveRef" in node:
-                raise RecursionError("dynamic $ref")
-            if "$ref" in node:
-                resolved = resolver.lookup(node["$ref"])
-                target = inline(resolved.contents, resolved.resolver, depth + 1)
-                rest = {k: inline(v, resolver, depth + 1) for k, v in node.items() if k != "$ref"}
-                return {"allOf": [target, rest]} if rest else target
-            return {k: inline(v, resolver, depth + 1) for k, v in node.items() if k not in ("$id", "$defs")}
-        if isinstance(node, list):
-            return [inline(item, resolver, depth + 1) for item in node]
-        return node
-
-    try:
-        return inline(schema, registry().resolver(base_uri=schema["$id"]), 0)
-    except RecursionError:
-        return None
-
-
-@cache
-def schema_predicate(kind: str) -> Callable[[Any], bool]:
-    """"Has this `kind` document no schema error?", fast: the schema with its $refs inlined, compiled
-    to closures (fastschema.py); jsonschema on the inlined schema when it cannot be compiled, the
-    registry-resolving validator when it cannot be inlined. Only a True answer is relied on: the
-    errors themselves always come from `check_document` (tests/fleet compares the answers with
-    jsonschema's on the corpus and on mutated documents)."""
-    from jsonschema import Draft202012Validator
-
-    from kafkaops.fleet.fastschema import compile_schema
-    from kafkaops.resources.schemas import validator_for
-
-    flat = _inlined_schema(kind)
-    if flat is None:
-        return validator_for(kind).is_valid
-    return compile_schema(flat) or Draft202012Validator(flat).is_valid
 
 
 def _issue(doc: Document, finding: Finding) -> ValidationIssue:

@@ -8,6 +8,10 @@ arriving, the window stays open until `linger` passes without a new item, but
 never longer than ``settings.linger_max`` after its first item (0.5 s by
 default): resources that trickle in (an operator seeing 2,000 new objects over
 4 seconds) still share a few requests, and a lone item waits only `linger`.
+A caller that submits a whole phase in one event-loop pass (the CLI: plan,
+apply and wait each submit every item at once) uses ``linger=0``: the window
+is sent at the end of that pass, and many items of one caller need no
+coroutine each (`submit_many`, behind `describe_topics`/`describe_configs_of`).
 Each caller awaits only its own ``ItemResult``.
 
 Two rules borrowed from Strimzi's BatchingLoop:
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -68,6 +72,12 @@ class _Waiting(Generic[V, R]):
     futures: list[asyncio.Future[ItemResult[R]]] = field(default_factory=list)
 
 
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a future's exception as seen (asyncio logs unseen ones)."""
+    if not future.cancelled():
+        future.exception()
+
+
 class _Lane(Generic[K, V, R]):
     def __init__(self, name: str, send: Send[K, V, R], cost: Callable[[V], int], linger: float, budget: int,
                  linger_max: float | None = None) -> None:
@@ -90,6 +100,41 @@ class _Lane(Generic[K, V, R]):
         return len(self._queue)
 
     async def submit(self, key: K, value: V) -> ItemResult[R]:
+        return await self._enqueue(key, value)
+
+    async def submit_many(self, items: Iterable[tuple[K, V]]) -> list[ItemResult[R]]:
+        """`submit` for many items at once, without a coroutine per item: each still joins the
+        window like a single submission (and shares its batches with other callers). A failed
+        request raises (the first one's exception)."""
+        results = await self.submit_each(items)
+        failed = next((r for r in results if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise failed
+        return results  # type: ignore[return-value]
+
+    async def submit_each(
+        self, items: Iterable[tuple[K, V]], on_answer: Callable[[int], None] | None = None
+    ) -> list[ItemResult[R] | Exception]:
+        """Like `submit_many`, but each item answers on its own: its result, or the exception its
+        request failed with (items over the record budget go in several requests). `on_answer(i)`
+        is called as the i-th item's answer is taken (in order: batch by batch)."""
+        futures = [self._enqueue(key, value) for key, value in items]
+        out: list[ItemResult[R] | Exception] = []
+        try:
+            for future in futures:  # awaiting a done future does not suspend: one wake-up per batch
+                try:
+                    out.append(await future)
+                except Exception as exc:
+                    out.append(exc)
+                if on_answer is not None:
+                    on_answer(len(out) - 1)
+        finally:
+            if len(out) < len(futures):  # cancelled: what answers later is not left unseen
+                for future in futures[len(out):]:
+                    future.add_done_callback(_retrieve)
+        return out
+
+    def _enqueue(self, key: K, value: V) -> asyncio.Future[ItemResult[R]]:
         future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
         waiting = self._queue.pop(key, None)
         if waiting is None:
@@ -105,7 +150,7 @@ class _Lane(Generic[K, V, R]):
             self._flush()
         else:
             self._schedule()
-        return await future
+        return future
 
     def _schedule(self) -> None:
         """Start the window, or push its end `linger` past this item, within `linger_max`."""
@@ -114,7 +159,7 @@ class _Lane(Generic[K, V, R]):
         if self._timer is None:
             self._window_start = now
             self._timer = loop.call_later(self._linger, self._flush)
-        elif self._linger_max > self._linger:
+        elif self._linger_max > self._linger > 0:  # linger 0: sent at the end of this loop pass anyway
             deadline = min(now + self._linger, self._window_start + self._linger_max)
             if deadline > self._timer.when():
                 self._timer.cancel()
@@ -199,11 +244,20 @@ class Batcher:
     # --- one method per API ------------------------------------------------------------------
 
     async def create_topic(self, topic: NewTopic, *, validate_only: bool = False) -> ItemResult[CreatedTopic]:
+        return await self._create_topics_lane(validate_only).submit(topic.name, topic)
+
+    async def create_topics_each(
+        self, topics: Iterable[NewTopic], *, validate_only: bool = False, on_answer: Callable[[int], None] | None = None
+    ) -> list[ItemResult[CreatedTopic] | Exception]:
+        """`create_topic` of each topic (in order), submitted at once; a failed request's exception
+        in the place of each of its items (`on_answer`: see `_Lane.submit_each`)."""
+        return await self._create_topics_lane(validate_only).submit_each(((t.name, t) for t in topics), on_answer)
+
+    def _create_topics_lane(self, validate_only: bool) -> _Lane[str, NewTopic, CreatedTopic]:
         async def send(items: list[tuple[str, NewTopic]]) -> Mapping[str, ItemResult[CreatedTopic]]:
             return await self.admin.create_topics([t for _, t in items], validate_only=validate_only)
 
-        lane = self._lane(f"CreateTopics(validate_only={validate_only})", send, topic_records)
-        return await lane.submit(topic.name, topic)
+        return self._lane(f"CreateTopics(validate_only={validate_only})", send, topic_records)
 
     async def delete_topic(self, name: str) -> ItemResult[None]:
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[None]]:
@@ -221,11 +275,22 @@ class Batcher:
     async def alter_configs(
         self, resource: ConfigResource, ops: tuple[AlterConfigOp, ...], *, validate_only: bool = False
     ) -> ItemResult[None]:
+        return await self._alter_configs_lane(validate_only).submit(resource, tuple(ops))
+
+    async def alter_configs_each(
+        self, changes: Iterable[tuple[ConfigResource, tuple[AlterConfigOp, ...]]], *, validate_only: bool = False,
+        on_answer: Callable[[int], None] | None = None,
+    ) -> list[ItemResult[None] | Exception]:
+        """`alter_configs` of each (resource, ops) (in order), submitted at once; a failed request's
+        exception in the place of each of its items (`on_answer`: see `_Lane.submit_each`)."""
+        return await self._alter_configs_lane(validate_only).submit_each(((r, tuple(ops)) for r, ops in changes),
+                                                                         on_answer)
+
+    def _alter_configs_lane(self, validate_only: bool) -> _Lane[ConfigResource, tuple[AlterConfigOp, ...], None]:
         async def send(items: list[tuple[ConfigResource, tuple[AlterConfigOp, ...]]]) -> Mapping[ConfigResource, ItemResult[None]]:
             return await self.admin.incremental_alter_configs(items, validate_only=validate_only)
 
-        lane = self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
-        return await lane.submit(resource, tuple(ops))
+        return self._lane(f"IncrementalAlterConfigs(validate_only={validate_only})", send, config_records)
 
     async def describe_configs(
         self, resource: ConfigResource, keys: frozenset[str] | None = None
@@ -235,7 +300,17 @@ class Batcher:
         Callers asking for different keys of the same resource in one window are served by one
         request item carrying the union of their keys; each gets back only what it asked for.
         """
+        return await self._describe_configs_lane().submit((resource, keys), None)
 
+    async def describe_configs_of(
+        self, wanted: Iterable[tuple[ConfigResource, frozenset[str] | None]]
+    ) -> list[ItemResult[dict[str, ConfigEntry]]]:
+        """`describe_configs` of each (resource, keys) (in order), submitted at once."""
+        return await self._describe_configs_lane().submit_many((item, None) for item in wanted)
+
+    def _describe_configs_lane(
+        self,
+    ) -> _Lane[tuple[ConfigResource, frozenset[str] | None], None, dict[str, ConfigEntry]]:
         async def send(
             items: list[tuple[tuple[ConfigResource, frozenset[str] | None], None]],
         ) -> Mapping[tuple[ConfigResource, frozenset[str] | None], ItemResult[dict[str, ConfigEntry]]]:
@@ -257,15 +332,21 @@ class Batcher:
                     out[(res, wanted)] = ItemResult({k: v for k, v in result.value.items() if k in wanted})
             return out
 
-        return await self._lane("DescribeConfigs", send).submit((resource, keys), None)
+        return self._lane("DescribeConfigs", send)
 
     async def describe_topic(self, name: str) -> ItemResult[TopicInfo]:
         """Metadata for one topic; a window's topics share one Metadata request."""
+        return await self._metadata_lane().submit(name, None)
 
+    async def describe_topics(self, names: Iterable[str]) -> list[ItemResult[TopicInfo]]:
+        """`describe_topic` of each name (in order), submitted at once."""
+        return await self._metadata_lane().submit_many((name, None) for name in names)
+
+    def _metadata_lane(self) -> _Lane[str, None, TopicInfo]:
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[TopicInfo]]:
             return await self.admin.describe_topics([n for n, _ in items])
 
-        return await self._lane("Metadata", send).submit(name, None)
+        return self._lane("Metadata", send)
 
     async def create_acl(self, binding: AclBinding) -> ItemResult[None]:
         async def send(items: list[tuple[AclBinding, None]]) -> Mapping[AclBinding, ItemResult[None]]:

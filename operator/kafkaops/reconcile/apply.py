@@ -10,8 +10,9 @@ never stops the others. A resource with a planned problem sends nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kafkaops.kafka import Batcher, ItemResult, KafkaError
 from kafkaops.kafka.errors import KafkaOpsError
@@ -138,7 +139,12 @@ async def apply_plans(
     batcher: Batcher, plans: tuple[ResourcePlan, ...], *, validate_only: bool = False, progress: Progress | None = None,
     stop: asyncio.Event | None = None,
 ) -> list[Applied]:
-    """Apply every resource's plan concurrently; results in the plans' order."""
+    """Apply every resource's plan concurrently; results in the plans' order.
+
+    Resources whose plan is one CreateTopic or one AlterConfigs (a first apply creating
+    thousands of topics, a config change across them) are submitted to the Batcher at once
+    (no coroutine each); they share its windows with the others and end as `apply_resource`
+    would end them."""
 
     async def one(plan: ResourcePlan) -> Applied:
         try:
@@ -147,4 +153,47 @@ async def apply_plans(
             if progress is not None:
                 progress(plan)
 
-    return list(await asyncio.gather(*(one(p) for p in plans)))
+    creates = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], CreateTopic)]
+    alters = [p for p in plans if p.problem is None and len(p.steps) == 1 and isinstance(p.steps[0], AlterConfigs)]
+    bulk = {id(p) for p in (*creates, *alters)}
+    others, created, altered = await asyncio.gather(  # one gather: cancelling it cancels every part
+        asyncio.gather(*(one(p) for p in plans if id(p) not in bulk)),
+        _apply_single_steps(creates, lambda steps, tick: batcher.create_topics_each(
+            (s.topic for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
+        _apply_single_steps(alters, lambda steps, tick: batcher.alter_configs_each(
+            ((s.resource, s.ops) for s in steps), validate_only=validate_only, on_answer=tick), progress, stop),
+    )
+    rest = iter(others)
+    done = {id(a.plan): a for a in (*created, *altered)}
+    return [done[id(p)] if id(p) in bulk else next(rest) for p in plans]
+
+
+async def _apply_single_steps(
+    plans: list[ResourcePlan],
+    submit: Callable[[list[Any], Callable[[int], None] | None], Awaitable[list[ItemResult[Any] | Exception]]],
+    progress: Progress | None, stop: asyncio.Event | None,
+) -> list[Applied]:
+    """`apply_resource` of plans of one step each, their steps submitted at once by `submit`
+    (which calls its second argument with each step's index as it is answered)."""
+    if not plans:
+        return []
+    steps = [p.steps[0] for p in plans]
+    if stop is not None and stop.is_set():
+        out = [Applied(p, (), Problem(INTERRUPTED, f"not applied: interrupted before {describe_step(s)}", True))
+               for p, s in zip(plans, steps)]
+        if progress is not None:
+            for plan in plans:
+                progress(plan)
+    else:
+        tick = (lambda i: progress(plans[i])) if progress is not None else None
+        out = []
+        for plan, step, result in zip(plans, steps, await submit(steps, tick)):
+            if isinstance(result, KafkaOpsError):
+                out.append(Applied(plan, (), problem_from_exception(result, describe_step(step))))
+            elif isinstance(result, Exception):
+                raise result
+            elif result.error is not None:
+                out.append(Applied(plan, (), _problem(step, result.error)))
+            else:
+                out.append(Applied(plan, (step,)))
+    return out

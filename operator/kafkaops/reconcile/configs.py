@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from kafkaops.reconcile.observed import ObservedConfig
 
@@ -13,7 +14,13 @@ _SENSITIVE_NAME = re.compile(r"(password|secret|jaas|credential|token|\.key$|pri
 
 
 def is_sensitive(key: str, observed: ObservedConfig | None = None) -> bool:
-    return bool(_SENSITIVE_NAME.search(key)) or (observed is not None and observed.sensitive)
+    return _sensitive_name(key) or (observed is not None and observed.sensitive)
+
+
+@lru_cache(maxsize=4096)
+def _sensitive_name(key: str) -> bool:
+    """Config names repeat across thousands of resources: the pattern runs once per name."""
+    return bool(_SENSITIVE_NAME.search(key))
 
 
 def values_equal(key: str, desired: str, observed: str | None) -> bool:

@@ -120,7 +120,7 @@ async def _read_topics(
         if batcher.admin.cached_metadata is None:
             await batcher.admin.refresh_metadata()
         return {}, None, {}
-    results = await asyncio.gather(*(batcher.describe_topic(n) for n in names))
+    results = await batcher.describe_topics(names)
     infos: dict[str, TopicInfo] = {}
     errors: dict[str, KafkaError] = {}
     for name, result in zip(names, results):
@@ -138,7 +138,7 @@ async def _read_topic_configs(
         name: ({}, None) for name, keys in wanted.items() if keys is not None and not keys  # nothing to compare
     }
     names = [name for name in wanted if name not in out]
-    results = await asyncio.gather(*(batcher.describe_configs(ConfigResource.topic(n), wanted[n]) for n in names))
+    results = await batcher.describe_configs_of((ConfigResource.topic(n), wanted[n]) for n in names)
     for name, result in zip(names, results):
         if result.value is not None:
             out[name] = ({k: ObservedConfig.of(e) for k, e in result.value.items()}, None)

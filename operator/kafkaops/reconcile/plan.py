@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
+from typing import Any
 
 from kafkaops.kafka import AlterConfigOp, AlterOp, ConfigResource, ConfigSource, NewPartitions, NewTopic
 from kafkaops.reconcile.actions import (
@@ -371,5 +372,16 @@ def plan_prune(desired: DesiredState, observed: ObservedState, options: PlanOpti
     return plans, []
 
 
-def _with(base: ResourcePlan, **changes: object) -> ResourcePlan:
-    return replace(base, **changes)  # type: ignore[arg-type]
+_SAME: object = object()
+# _with names every field: one added to ResourcePlan must be added there too
+assert [f.name for f in fields(ResourcePlan)] == ["source", "kind", "name", "action", "changes", "steps", "problem",
+                                                  "owner", "owned_keys"], "update plan._with"
+
+
+def _with(base: ResourcePlan, *, action: Any = _SAME, changes: Any = _SAME, steps: Any = _SAME,
+          problem: Any = _SAME) -> ResourcePlan:
+    """`dataclasses.replace(base, ...)` for the fields plans change, without its per-call
+    introspection (it runs once per resource: 5,000 times for 5,000 topics)."""
+    return ResourcePlan(base.source, base.kind, base.name, base.action if action is _SAME else action,
+                        base.changes if changes is _SAME else changes, base.steps if steps is _SAME else steps,
+                        base.problem if problem is _SAME else problem, base.owner, base.owned_keys)

@@ -129,8 +129,8 @@ async def wait_for(
                     keys.setdefault(e.resource, set()).update(e.expected)
         resources = list(keys)
         try:
-            topic_results = await asyncio.gather(*(batcher.describe_topic(t) for t in topic_names))
-            config_results = await asyncio.gather(*(batcher.describe_configs(r, frozenset(keys[r])) for r in resources))
+            topic_results = await batcher.describe_topics(topic_names)
+            config_results = await batcher.describe_configs_of((r, frozenset(keys[r])) for r in resources)
         except KafkaOpsError as exc:  # the cluster went away for a moment: keep polling until the deadline
             last_error = f" (last error: {exc})"
         else:

@@ -4,14 +4,15 @@
 hidden directories skipped), splits multi-document files, skips documents of
 other API groups with a note, ignores empty documents, and reports YAML syntax
 errors and duplicate mapping keys with file and line. It does not validate:
-that is validation.py's job.
+that is validation.py's job. Parsing is libyaml's (CSafeLoader); plain documents are
+turned into data and field positions in one walk (yaml_nodes.py).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import yaml
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Severity, ValidationIssue, join_path
 from kafkaops.resources.kinds import GROUP_VERSION, KINDS, is_kafkaops_api_version
+from kafkaops.resources.yaml_nodes import construct
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -123,10 +125,10 @@ def load_text(text: str, file: str = "<string>") -> LoadResult:
         if data is None:
             continue
         line = node.start_mark.line + 1 if node is not None else None
-        loaded = _classify(data, file, index, line, lines, notes, errors)
+        column = node.start_mark.column + 1 if node is not None else None
+        loaded = _classify(data, file, index, line, lines, notes, errors, columns, column)
         if loaded is None:
             continue
-        loaded = replace(loaded, columns=columns, column=node.start_mark.column + 1 if node is not None else None)
         documents.append(loaded)
         for path, key_line, first_line in duplicates:
             errors.append(
@@ -164,8 +166,12 @@ def _parse(
     try:
         while loader.check_node():
             node = loader.get_node()
-            data = loader.construct_document(node)
-            lines, columns, duplicates = _line_map(node)
+            plain = construct(node, loader) if node is not None else None
+            if plain is not None:
+                data, (lines, columns, duplicates) = plain
+            else:  # merge keys, aliases, explicit tags: PyYAML's own constructor
+                data = loader.construct_document(node)
+                lines, columns, duplicates = _line_map(node)
             yield index, node, data, (lines, columns), duplicates
             index += 1
     except yaml.YAMLError as exc:
@@ -219,6 +225,8 @@ def _classify(
     lines: dict[str, int],
     notes: list[LoadNote],
     errors: list[ValidationIssue],
+    columns: dict[str, int] | None = None,
+    column: int | None = None,
 ) -> Document | None:
     if not isinstance(data, Mapping):
         notes.append(LoadNote(file, index, f"skipped: a {type(data).__name__}, not a Kubernetes object"))
@@ -248,7 +256,7 @@ def _classify(
                             UNSUPPORTED_API_VERSION, lines.get("apiVersion", line), source)
         )
         return None
-    return Document(source, data, line, lines)
+    return Document(source, data, line, lines, {} if columns is None else columns, column)
 
 
 def _file_issue(file: str, index: int | None, line: int | None, reason: str, rule: str,

@@ -9,7 +9,7 @@ from jsonschema import ValidationError
 
 from kafkaops.resources.config_types import suggest
 from kafkaops.resources.issues import Finding, error, join_path
-from kafkaops.resources.schemas import validator_for
+from kafkaops.resources.schemas import schema_predicate, validator_for
 
 SCHEMA_VIOLATION = "SchemaViolation"
 
@@ -19,7 +19,12 @@ _JSON_TYPES = {
 
 
 def check_schema(kind: str, body: Mapping[str, Any]) -> list[Finding]:
-    """Every schema violation of `body` as a `kind` document (all of them, not the first)."""
+    """Every schema violation of `body` as a `kind` document (all of them, not the first).
+
+    A document the compiled predicate calls valid has none (the common case, ~30x faster than
+    jsonschema); otherwise jsonschema finds each violation."""
+    if schema_predicate(kind)(body):
+        return []
     findings: list[Finding] = []
     for err in sorted(validator_for(kind).iter_errors(body), key=lambda e: [str(p) for p in e.absolute_path]):
         findings.extend(_findings(err))
