@@ -35,6 +35,8 @@ ClusterKey = tuple[str | None, str]  # (namespace, name)
 CLUSTER_UNREACHABLE = "ClusterUnreachable"
 CLUSTER_NOT_FOUND = "ClusterNotFound"
 CLUSTER_NOT_READY = "ClusterNotReady"
+# a request failed because the cluster could not be reached: the cluster is down, not the resource
+CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION"})
 
 log = logging.getLogger("kafkaops.operator")
 

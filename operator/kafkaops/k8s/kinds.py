@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.resources.kinds import API_GROUP, API_VERSION, KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
 
 GROUP, VERSION = API_GROUP, API_VERSION
 PLURALS = {KAFKA_TOPIC: "kafkatopics", KAFKA_ACL: "kafkaacls", KAFKA_BROKER_CONFIG: "kafkabrokerconfigs"}
@@ -80,3 +82,27 @@ def claim_of(body: Mapping[str, Any]) -> Claim:
     status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
     return Claim(0 if status.get(CLAIMED) is True else 1, str(metadata.get("creationTimestamp") or ""),
                  metadata.get("namespace") or "", str(metadata.get("name") or ""), str(metadata.get("uid") or ""))
+
+
+def generation_of(body: Mapping[str, Any]) -> int | None:
+    value = (body.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
+def uid_of(body: Mapping[str, Any]) -> str:
+    metadata = body.get("metadata") or {}
+    return str(metadata.get("uid") or f"{metadata.get('namespace')}/{body.get('kind')}/{metadata.get('name')}")
+
+
+def winner(mine: Claim, claims: Iterable[Claim]) -> Claim:
+    """The claim that wins; the index may hold an older version of `mine` itself, which is skipped."""
+    return min([*(c for c in claims if c.uid != mine.uid), mine])
+
+
+def owner_of(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
+    """The ownership entry of a resource's config keys (topics and broker configs; ACLs have none)."""
+    if isinstance(resource, KafkaTopic):
+        return topic_owner(resource.topic_name)
+    if isinstance(resource, KafkaBrokerConfig):
+        return broker_owner("" if resource.broker_id is None else str(resource.broker_id))
+    return None

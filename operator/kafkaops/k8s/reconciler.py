@@ -24,16 +24,31 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafkaops.k8s.catalog import Catalog
+from kafkaops.k8s.drift import Resync
 from kafkaops.k8s.context import (
     CLUSTER_NOT_FOUND,
     CLUSTER_NOT_READY,
+    CONNECTION_LOST,
     ActiveRun,
     ClusterContext,
     ClusterKey,
     Clusters,
     Connection,
 )
-from kafkaops.k8s.kinds import CLAIMED, PLURALS, Claim, claim_key, claim_of, cluster_of, is_paused, is_unmanaged
+from kafkaops.k8s.kinds import (
+    CLAIMED,
+    PLURALS,
+    Claim,
+    claim_key,
+    claim_of,
+    cluster_of,
+    generation_of,
+    is_paused,
+    is_unmanaged,
+    owner_of,
+    uid_of,
+    winner,
+)
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.moves import THROTTLE_RECORD, moving_message, reassignment_status, seed_throttle, still_wanted
 from kafkaops.k8s.status import (
@@ -43,6 +58,7 @@ from kafkaops.k8s.status import (
     UNMANAGED,
     UP_TO_DATE,
     EventNote,
+    Result,
     Phase,
     Verdict,
     is_settled,
@@ -52,11 +68,10 @@ from kafkaops.k8s.status import (
 )
 from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import KafkaConnectionError
-from kafkaops.reconcile import DesiredState, Problem, RunOptions, State
+from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
-from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.reconcile.reassign import ReassignmentProgress
-from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic
+from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
 __all__ = ["THROTTLE_RECORD", "Reconciler", "Result", "reassignment_status"]
@@ -65,47 +80,12 @@ NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
 DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
 # reasons of "waiting for the cluster": normal during start-up and outages, never an Event per resource
 WAITING_REASONS = frozenset({CLUSTER_NOT_FOUND, CLUSTER_NOT_READY})
-# a request failed because the cluster could not be reached: the cluster is down, not the resource
-CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION"})
 
 log = logging.getLogger("kafkaops.operator")
 
 
 def utc_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    status: Mapping[str, Any] | None = None  # None: write nothing (nothing changed)
-    event: EventNote | None = None
-    retry_after: float | None = None  # kopf retries the handler after this many seconds
-    release: bool = False  # deletion: the finalizer may go
-    message: str = ""
-    waits_for: ClusterKey | None = None  # parked until this cluster connects
-
-
-def _generation(body: Mapping[str, Any]) -> int | None:
-    value = (body.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None
-
-
-def _uid(body: Mapping[str, Any]) -> str:
-    metadata = body.get("metadata") or {}
-    return str(metadata.get("uid") or f"{metadata.get('namespace')}/{body.get('kind')}/{metadata.get('name')}")
-
-
-def _winner(mine: Claim, claims: Iterable[Claim]) -> Claim:
-    """The claim that wins; the index may hold an older version of `mine` itself, which is skipped."""
-    return min([*(c for c in claims if c.uid != mine.uid), mine])
-
-
-def _owner(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> str | None:
-    if isinstance(resource, KafkaTopic):
-        return topic_owner(resource.topic_name)
-    if isinstance(resource, KafkaBrokerConfig):
-        return broker_owner("" if resource.broker_id is None else str(resource.broker_id))
-    return None
 
 
 def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
@@ -121,7 +101,7 @@ CLUSTER_PLURAL = "kafkaclusters"
 
 
 @dataclass
-class Reconciler:
+class Reconciler(Resync):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -144,7 +124,7 @@ class Reconciler:
     def _result(self, body: Mapping[str, Any], verdict: Verdict, fields: Mapping[str, Any] | None = None,
                 drift: str | None = None, waits_for: ClusterKey | None = None) -> Result:
         previous = body.get("status") if isinstance(body.get("status"), Mapping) else {}
-        status = status_patch(previous, verdict, now=self.now(), generation=_generation(body), fields=fields, drift=drift)
+        status = status_patch(previous, verdict, now=self.now(), generation=generation_of(body), fields=fields, drift=drift)
         event = transition_event(previous, verdict)
         if verdict.reason in WAITING_REASONS or (verdict.reason == UP_TO_DATE and _ready_reason(previous) in WAITING_REASONS):
             event = None  # waiting for the cluster and back: the KafkaCluster's own Event tells it, once
@@ -202,13 +182,13 @@ class Reconciler:
         if problem := context.model.admission_problem(model.namespace, topic_name):
             return model, context, self._result(body, Verdict(Phase.STALLED, NAMESPACE_NOT_ALLOWED, problem))
         mine = claim_of(body)
-        winner = _winner(mine, claims)
-        if winner.uid != mine.uid:
+        first = winner(mine, claims)
+        if first.uid != mine.uid:
             what = claim_key(body)
             return model, context, self._result(body, Verdict(
                 Phase.STALLED, RESOURCE_CONFLICT,
                 f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
-                f"{model.kind} {winner.namespace}/{winner.name}"), {CLAIMED: None})
+                f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
 
 
@@ -225,7 +205,7 @@ class Reconciler:
 
     def _fields(self, context: ClusterContext, model: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {"lastSyncTime": self.now(), CLAIMED: True}
-        owner = _owner(model)
+        owner = owner_of(model)
         if owner is not None and context.engine is not None:
             keys = context.store.load(context.engine.state_key()).keys(owner)
             fields["managedConfigKeys"] = sorted(keys)
@@ -240,12 +220,12 @@ class Reconciler:
     # --- resources ---------------------------------------------------------------------------------------
 
     def _lock(self, body: Mapping[str, Any]) -> asyncio.Lock:
-        return self._locks.setdefault(_uid(body), asyncio.Lock())
+        return self._locks.setdefault(uid_of(body), asyncio.Lock())
 
     async def reconcile(self, body: Mapping[str, Any], claims: Iterable[Claim] | None = None,
                         resuming: bool = False) -> Result:
         """Reconcile one resource (one at a time per resource); park it when its cluster is not there."""
-        uid = _uid(body)
+        uid = uid_of(body)
         async with self._lock(body):
             self.waiting.discard(uid)
             result = await self._reconcile(body, self.catalog.claims(body) if claims is None else claims, resuming)
@@ -259,7 +239,7 @@ class Reconciler:
         started = time.monotonic()
         kind = str(body.get("kind"))
         status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
-        if (resuming and is_settled(status, _generation(body)) and status.get(THROTTLE_RECORD) is None
+        if (resuming and is_settled(status, generation_of(body)) and status.get(THROTTLE_RECORD) is None
                 and not is_paused(body) and not is_unmanaged(body)):
             # a restart: its status says Ready at this generation. The cluster's first resync compares
             # all such resources with Kafka in one bulk read (and seeds their ownership); nothing here
@@ -270,7 +250,7 @@ class Reconciler:
             self.metrics.record(kind, "skipped", early.status["conditions"][0]["reason"] if early.status else "", 0.0)
             return early
         assert context is not None and context.engine is not None
-        self._seed_ownership(context, _owner(model), body)
+        self._seed_ownership(context, owner_of(model), body)
         extra: dict[str, Any] = {}
         if isinstance(model, KafkaTopic):
             seed_throttle(context, model, body)
@@ -359,7 +339,7 @@ class Reconciler:
         Released without touching Kafka only when the user said so (unmanaged/paused), when the
         resource never managed anything (invalid, lost a conflict), or when its KafkaCluster object
         is absent from the API. A cluster that exists but is not connected is waited for."""
-        uid = _uid(body)
+        uid = uid_of(body)
         self.waiting.discard(uid)
         if is_unmanaged(body) or is_paused(body):
             return Result(release=True, message="released without touching Kafka (unmanaged or paused)")
@@ -373,7 +353,7 @@ class Reconciler:
             return Result(release=True, event=EventNote("Warning", CLUSTER_NOT_FOUND,
                           f"KafkaCluster {key[0]}/{key[1]} is gone: released without touching Kafka"))
         mine = claim_of(body)
-        if _winner(mine, self.catalog.claims(body) if claims is None else claims).uid != mine.uid:
+        if winner(mine, self.catalog.claims(body) if claims is None else claims).uid != mine.uid:
             return Result(release=True, message="this resource never managed it (conflict): released")
         cluster = check_custom_resource(cluster_body).resource
         if isinstance(cluster, KafkaCluster):
@@ -466,10 +446,10 @@ class Reconciler:
         for body in self.catalog.resources(context.key):
             if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
                 continue
-            if not is_settled(body.get("status"), _generation(body)) or _uid(body) in self.waiting:
+            if not is_settled(body.get("status"), generation_of(body)) or uid_of(body) in self.waiting:
                 continue
             result = self._wait(body, context.key, CLUSTER_NOT_READY, message)
-            self.waiting.add(context.key, _uid(body), {**body, "status": result.status or body.get("status")})
+            self.waiting.add(context.key, uid_of(body), {**body, "status": result.status or body.get("status")})
             await self.publish(body, result)
 
     async def run_waiting(self, key: ClusterKey) -> None:
@@ -491,8 +471,8 @@ class Reconciler:
             log.warning("%s %s/%s: reconcile after waiting failed (%s: %s); trying again in %gs", body.get("kind"),
                         metadata.get("namespace"), metadata.get("name"), type(exc).__name__, exc, self.retry_delay)
             key = cluster_of(body)
-            if key is not None and _uid(body) not in self.waiting:
-                self.waiting.add(key, _uid(body), body)
+            if key is not None and uid_of(body) not in self.waiting:
+                self.waiting.add(key, uid_of(body), body)
                 self._later(self.retry_delay, lambda: self.run_waiting(key))
 
     def _later(self, delay: float, work: Callable[[], Awaitable[None]]) -> None:
@@ -520,7 +500,7 @@ class Reconciler:
         go at once (its resources are then released without touching Kafka)."""
         metadata = body.get("metadata") or {}
         key = (metadata.get("namespace"), metadata.get("name"))
-        waiting = [b for b in self.catalog.resources(key) if _uid(b) != _uid(body)]
+        waiting = [b for b in self.catalog.resources(key) if uid_of(b) != uid_of(body)]
         if waiting and not is_unmanaged(body):
             names = ", ".join(f"{b.get('kind')} {(b.get('metadata') or {}).get('namespace')}/"
                               f"{(b.get('metadata') or {}).get('name')}" for b in waiting[:5])
@@ -544,78 +524,3 @@ class Reconciler:
         for task in list(self._tasks):
             task.cancel()
         await self.clusters.close_all()
-
-    # --- drift ----------------------------------------------------------------------------------------------
-
-    async def resync_cluster(self, context: ClusterContext) -> int:
-        """One bulk resync of every resource of the cluster, as the catalog knows them; statuses and
-        Events written for what changed. Returns how many resources changed."""
-        first = not context.resynced
-        bodies = self.catalog.resources(context.key)
-        claims = {key: self.catalog.claims(b) for b in bodies if (key := claim_key(b)) is not None}
-        changed = await self.resync(context, bodies, claims)
-        for body, result in changed:
-            await self.publish(body, result)
-        if first or changed:
-            log.info("KafkaCluster %s/%s: %d resource(s) compared with Kafka in one bulk read, %d changed",
-                     *context.key, len(bodies), len(changed))
-        return len(changed)
-
-    async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
-                     claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:
-        """Read every managed resource of the cluster in bulk; restore what drifted; report it.
-
-        Returns (body, result) for the resources whose status must change (drift restored, or a
-        previous Drifted condition to clear)."""
-        if not context.ready or context.engine is None:
-            return []
-        started = time.monotonic()
-        chosen: dict[Any, tuple[Mapping[str, Any], Any]] = {}
-        for body in bodies:
-            if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
-                continue
-            if not is_settled(body.get("status"), _generation(body)) or _uid(body) in self.waiting:
-                continue  # its own handler (or the waiting room) is on it
-            checked = check_custom_resource(body)
-            key = claim_key(body)
-            if checked.resource is None or key is None:
-                continue
-            mine = claim_of(body)
-            if _winner(mine, claims.get(key, ())).uid != mine.uid:
-                continue
-            chosen[checked.resource.source] = (body, checked.resource)
-            self._seed_ownership(context, _owner(checked.resource), body)
-        context.resynced = True
-        if not chosen:
-            return []
-        models = [model for _, model in chosen.values()]
-        # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
-        try:
-            report = await context.engine.reconcile(DesiredState.of(models, context.model),
-                                                    RunOptions(all_topics=False, defer_replica_changes=True))
-        except KafkaConnectionError as exc:
-            self.clusters.mark_down(context, exc)
-            return []  # the outage is reported once, by cluster_state_changed
-        self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
-        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
-        changed: list[tuple[Mapping[str, Any], Result]] = []
-        if any(o.problem is not None and o.problem.reason in CONNECTION_LOST for o in report.outcomes):
-            lost = next(o.problem for o in report.outcomes if o.problem is not None and o.problem.reason in CONNECTION_LOST)
-            self.clusters.mark_down(context, ConnectionError(lost.message))
-            return []  # the outage is reported once, by cluster_state_changed
-        for outcome in report.outcomes:
-            if outcome.source not in chosen:
-                continue
-            body = chosen[outcome.source][0]
-            was_drifted = any(c.get("type") == "Drifted" and c.get("status") == "True"
-                              for c in (body.get("status") or {}).get("conditions") or ())
-            if outcome.state is State.APPLIED:
-                drift = "changed outside kafkaops and restored: " + ", ".join(str(c) for c in outcome.changes[:10])
-                self.metrics.drifted.labels(context.model.name, outcome.kind).inc()
-                result = self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift=drift)
-                changed.append((body, Result(result.status, EventNote("Warning", "DriftRestored", drift), None)))
-            elif outcome.state is State.UNCHANGED and was_drifted:
-                changed.append((body, self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift="")))
-            elif not outcome.ok:
-                changed.append((body, self._result(body, Verdict.of(outcome))))
-        return changed

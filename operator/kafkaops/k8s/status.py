@@ -157,3 +157,13 @@ def transition_event(previous: Mapping[str, Any] | None, verdict: Verdict) -> Ev
         return None
     kind = "Normal" if verdict.phase in (Phase.READY, Phase.PAUSED) else "Warning"
     return EventNote(kind, verdict.reason, verdict.message[:1000])
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    status: Mapping[str, Any] | None = None  # None: write nothing (nothing changed)
+    event: EventNote | None = None
+    retry_after: float | None = None  # kopf retries the handler after this many seconds
+    release: bool = False  # deletion: the finalizer may go
+    message: str = ""
+    waits_for: tuple[str | None, str] | None = None  # parked until this cluster connects

@@ -1,0 +1,100 @@
+"""Drift: the per-cluster bulk resync, a part of the Reconciler (a mixin: it uses the
+Reconciler's catalog, clusters, metrics, waiting room and result building).
+
+Every settled resource of a cluster (Ready at its generation, not parked, not paused) is planned
+in one bulk pass; owned values changed outside kafkaops are restored, reported with a Drifted
+condition and a DriftRestored Event; a later clean pass sets Drifted back to False. A connection
+lost during the pass marks the cluster down (reported once, by the cluster's listener).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafkaops.k8s.context import CONNECTION_LOST, ClusterContext
+from kafkaops.k8s.kinds import Claim, claim_key, claim_of, generation_of, is_paused, is_unmanaged, owner_of, uid_of, winner
+from kafkaops.k8s.status import EventNote, Result, Verdict, is_settled
+from kafkaops.kafka.errors import KafkaConnectionError
+from kafkaops.reconcile import DesiredState, RunOptions, State
+from kafkaops.resources.validation import check_custom_resource
+
+log = logging.getLogger("kafkaops.operator")
+
+
+class Resync:
+
+    async def resync_cluster(self, context: ClusterContext) -> int:
+        """One bulk resync of every resource of the cluster, as the catalog knows them; statuses and
+        Events written for what changed. Returns how many resources changed."""
+        first = not context.resynced
+        bodies = self.catalog.resources(context.key)
+        claims = {key: self.catalog.claims(b) for b in bodies if (key := claim_key(b)) is not None}
+        changed = await self.resync(context, bodies, claims)
+        for body, result in changed:
+            await self.publish(body, result)
+        if first or changed:
+            log.info("KafkaCluster %s/%s: %d resource(s) compared with Kafka in one bulk read, %d changed",
+                     *context.key, len(bodies), len(changed))
+        return len(changed)
+
+    async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
+                     claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:
+        """Read every managed resource of the cluster in bulk; restore what drifted; report it.
+
+        Returns (body, result) for the resources whose status must change (drift restored, or a
+        previous Drifted condition to clear)."""
+        if not context.ready or context.engine is None:
+            return []
+        started = time.monotonic()
+        chosen: dict[Any, tuple[Mapping[str, Any], Any]] = {}
+        for body in bodies:
+            if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if not is_settled(body.get("status"), generation_of(body)) or uid_of(body) in self.waiting:
+                continue  # its own handler (or the waiting room) is on it
+            checked = check_custom_resource(body)
+            key = claim_key(body)
+            if checked.resource is None or key is None:
+                continue
+            mine = claim_of(body)
+            if winner(mine, claims.get(key, ())).uid != mine.uid:
+                continue
+            chosen[checked.resource.source] = (body, checked.resource)
+            self._seed_ownership(context, owner_of(checked.resource), body)
+        context.resynced = True
+        if not chosen:
+            return []
+        models = [model for _, model in chosen.values()]
+        # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
+        try:
+            report = await context.engine.reconcile(DesiredState.of(models, context.model),
+                                                    RunOptions(all_topics=False, defer_replica_changes=True))
+        except KafkaConnectionError as exc:
+            self.clusters.mark_down(context, exc)
+            return []  # the outage is reported once, by cluster_state_changed
+        self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
+        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
+        changed: list[tuple[Mapping[str, Any], Result]] = []
+        if any(o.problem is not None and o.problem.reason in CONNECTION_LOST for o in report.outcomes):
+            lost = next(o.problem for o in report.outcomes if o.problem is not None and o.problem.reason in CONNECTION_LOST)
+            self.clusters.mark_down(context, ConnectionError(lost.message))
+            return []  # the outage is reported once, by cluster_state_changed
+        for outcome in report.outcomes:
+            if outcome.source not in chosen:
+                continue
+            body = chosen[outcome.source][0]
+            was_drifted = any(c.get("type") == "Drifted" and c.get("status") == "True"
+                              for c in (body.get("status") or {}).get("conditions") or ())
+            if outcome.state is State.APPLIED:
+                drift = "changed outside kafkaops and restored: " + ", ".join(str(c) for c in outcome.changes[:10])
+                self.metrics.drifted.labels(context.model.name, outcome.kind).inc()
+                result = self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift=drift)
+                changed.append((body, Result(result.status, EventNote("Warning", "DriftRestored", drift), None)))
+            elif outcome.state is State.UNCHANGED and was_drifted:
+                changed.append((body, self._result(body, Verdict.of(outcome), {"lastSyncTime": self.now()}, drift="")))
+            elif not outcome.ok:
+                changed.append((body, self._result(body, Verdict.of(outcome))))
+        return changed
