@@ -7,18 +7,24 @@
    admin requests of the restarted operator, and seconds until a spec edit made right after the
    restart is Ready (goal <= 2 s) - once made when the new process starts, once when it reports
    its KafkaCluster connected.
+3. `--resync K` KafkaTopics Ready under a KafkaCluster with resyncInterval 10s: what one steady
+   resync cycle costs (issue 17: <= 3 requests per API per cycle, <= 2 s, no status writes when
+   nothing changed): admin requests per cycle from the operator's metrics, the cycle's duration
+   from kafkaops_resync_duration_seconds, and the objects written over three cycles.
 
 Each phase starts noida-db, the Kubernetes API emulator and `kafkaops run` as separate processes.
 Times come from a watch stream (when each object was first seen Ready), not from polling.
 
-    .venv/bin/python bench/lifecycle_bench.py [--early 500] [--restart 2000]
+    .venv/bin/python bench/lifecycle_bench.py [--early 500] [--restart 2000] [--resync 10000]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
@@ -107,16 +113,62 @@ def restart(count: int) -> None:
                     process.stop()
 
 
+def resync_metrics(port: int) -> tuple[float, int]:
+    """(sum of resync seconds, number of resyncs) from the operator's metrics."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    total = sum(float(v) for v in re.findall(r'kafkaops_resync_duration_seconds_sum\{[^}]*\} ([0-9.e+]+)', text))
+    count = sum(int(float(v)) for v in re.findall(r'kafkaops_resync_duration_seconds_count\{[^}]*\} ([0-9.e+]+)', text))
+    return total, count
+
+
+def steady(count: int, cycles: int = 3) -> None:
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        kube = Kube(api.kubeconfig, "kafka")
+        metrics_port = free_port()
+        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port))
+        try:
+            kube.create("kafkaclusters", cluster("main", noida.bootstrap, resyncInterval="10s"))
+            create_all(kube, "kafkatopics", [topic(f"steady-{i:05d}", config={"retention.ms": "86400000"})
+                                             for i in range(count)])
+            wait_until(lambda: all_ready(kube, "kafkatopics", count), timeout=1800, what="every KafkaTopic Ready")
+            wait_until(lambda: resync_metrics(metrics_port)[1] >= 1, timeout=120, what="a first resync")
+            posted = [-1]
+
+            def events_settled() -> bool:  # kopf posts the creation's Events from a queue, behind
+                now, posted[0] = posted[0], len(kube.events())
+                return now == posted[0]
+
+            while not events_settled():
+                time.sleep(3)
+            seconds0, done0 = resync_metrics(metrics_port)
+            sent0, before = requests_by_api(metrics_port), ApiState.read(kube)
+            wait_until(lambda: resync_metrics(metrics_port)[1] >= done0 + cycles, timeout=60 + 30 * cycles,
+                       what=f"{cycles} more resyncs")
+            seconds1, done1 = resync_metrics(metrics_port)
+            sent1, after = requests_by_api(metrics_port), ApiState.read(kube)
+            per_cycle = {api_name: round((n - sent0.get(api_name, 0)) / (done1 - done0), 1)
+                         for api_name, n in sorted(sent1.items()) if n != sent0.get(api_name, 0)}
+            print(f"steady resync with {count} KafkaTopics: {done1 - done0} cycles, "
+                  f"{(seconds1 - seconds0) / (done1 - done0):.2f} s per cycle, requests per cycle {per_cycle}, "
+                  f"objects written {len(after.written_since(before))}, Events {after.events - before.events}; "
+                  f"peak RSS {peak_rss_mib(operator.pid):.0f} MiB")
+        finally:
+            operator.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--early", type=int, default=500)
     parser.add_argument("--restart", type=int, default=2000)
+    parser.add_argument("--resync", type=int, default=0, help="KafkaTopics for the steady-resync phase (0: skip)")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}; noida-db; the API emulator")
     if args.early:
         early(args.early)
     if args.restart:
         restart(args.restart)
+    if args.resync:
+        steady(args.resync)
 
 
 if __name__ == "__main__":
