@@ -3,6 +3,8 @@ retried with backoff; a deleted object is no error; other refusals are raised.""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from kubernetes.client.exceptions import ApiException
 
@@ -25,6 +27,7 @@ class CustomObjectsDouble:
 def api_with(custom: CustomObjectsDouble) -> KubernetesApi:
     api = object.__new__(KubernetesApi)  # no kubeconfig needed: only the status path is exercised
     api._custom = custom
+    api._writers = ThreadPoolExecutor(2)
     return api
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,10 @@ def transient(exc: BaseException) -> bool:
 
 
 class KubernetesApi:
+    # status writes after an outage or a start come in hundreds at once; the client is synchronous,
+    # so they run in threads of their own (asyncio's default pool has cpu+4 of them)
+    WRITERS = 16
+
     def __init__(self) -> None:
         from kubernetes import client, config  # imported late: it reads KUBECONFIG at import time
 
@@ -34,8 +39,12 @@ class KubernetesApi:
             config.load_incluster_config()
         except config.ConfigException:
             config.load_kube_config()
-        self._core = client.CoreV1Api()
-        self._custom = client.CustomObjectsApi()
+        configuration = client.Configuration.get_default_copy()
+        configuration.connection_pool_maxsize = self.WRITERS
+        api_client = client.ApiClient(configuration)
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._writers = ThreadPoolExecutor(self.WRITERS, thread_name_prefix="kafkaops-api")
 
     async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
         from kubernetes.client.exceptions import ApiException
@@ -61,8 +70,9 @@ class KubernetesApi:
         try:
             async for attempt in retrying:
                 with attempt:
-                    await asyncio.to_thread(self._custom.patch_namespaced_custom_object_status, GROUP, VERSION,
-                                            namespace, plural, name, {"status": dict(status)})
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._writers, self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,
+                        plural, name, {"status": dict(status)})
         except ApiException as exc:
             if exc.status != 404:
                 raise
