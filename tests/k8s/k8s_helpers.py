@@ -33,6 +33,7 @@ class CatalogDouble:
     def __init__(self) -> None:
         self.clusters: dict[tuple[str | None, str], Mapping[str, Any]] = {}
         self.objects: dict[str, Mapping[str, Any]] = {}
+        self._claims: tuple[int, dict] | None = None
 
     def add(self, body: Mapping[str, Any]) -> Mapping[str, Any]:
         metadata = body["metadata"]
@@ -40,6 +41,7 @@ class CatalogDouble:
             self.clusters[(metadata.get("namespace"), metadata["name"])] = body
         else:
             self.objects[metadata["uid"]] = body
+            self._claims = None
         return body
 
     def remove(self, body: Mapping[str, Any]) -> None:
@@ -48,6 +50,7 @@ class CatalogDouble:
             self.clusters.pop((metadata.get("namespace"), metadata["name"]), None)
         else:
             self.objects.pop(metadata["uid"], None)
+            self._claims = None
 
     def cluster(self, key):
         return self.clusters.get(key)
@@ -57,7 +60,14 @@ class CatalogDouble:
 
     def claims(self, body) -> list[Claim]:
         key = claim_key(body)
-        return [claim_of(b) for b in self.objects.values() if key is not None and claim_key(b) == key]
+        if key is None:
+            return []
+        if self._claims is None or self._claims[0] != len(self.objects):  # an index, as kopf keeps one
+            index: dict = {}
+            for held in self.objects.values():
+                index.setdefault(claim_key(held), []).append(claim_of(held))
+            self._claims = (len(self.objects), index)
+        return list(self._claims[1].get(key, ()))
 
 
 async def connect(reconciler: Reconciler, cluster: dict) -> Result:

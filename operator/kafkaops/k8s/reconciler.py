@@ -110,6 +110,7 @@ class Reconciler(Resync):
     event_poster: EventPoster | None = None
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -384,6 +385,7 @@ class Reconciler(Resync):
         outcome = report.outcomes[0]
         if outcome.ok:
             self._locks.pop(uid, None)
+            self._models.pop(uid, None)
             return Result(release=True, event=EventNote("Normal", "Deleted", f"{model.kind} deleted in Kafka"))
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
             self.clusters.mark_down(context, ConnectionError(outcome.problem.message))
