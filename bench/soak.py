@@ -268,8 +268,10 @@ class Soak:
         for (topic_ns, name), spec in list(self.topics.items()):
             if topic_ns == ns:
                 self.topics.pop((topic_ns, name))
+                # a paused resource is released without touching Kafka, whatever its policy
+                paused = (topic_ns, name) in self.paused
                 self.paused.discard((topic_ns, name))
-                self.expect.deleted_topics[name] = spec["deletionPolicy"] == "Retain"
+                self.expect.deleted_topics[name] = spec["deletionPolicy"] == "Retain" or paused
         self.expect.deleted_namespaces.add(ns)
         self.step(f"delete Namespace {ns}")
         self.kube.call("DELETE", f"/api/v1/namespaces/{ns}", ok_missing=True)

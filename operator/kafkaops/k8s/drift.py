@@ -9,6 +9,7 @@ lost during the pass marks the cluster down (reported once, by the cluster's lis
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -26,6 +27,7 @@ log = logging.getLogger("kafkaops.operator")
 
 class Resync:
     _models: dict[str, tuple[int, Any]]
+    _lagging: dict[str, int]  # uid -> generation its status lagged at the last resync
 
     def _settled_model(self, body: Mapping[str, Any]) -> Any | None:
         """The model of a settled resource, validated once per generation: its spec changes only
@@ -49,10 +51,34 @@ class Resync:
         changed = await self.resync(context, bodies, claims)
         for body, result in changed:
             await self.publish(body, result)
+        await self._rerun_forgotten(bodies)
         if first or changed:
             log.info("KafkaCluster %s/%s: %d resource(s) compared with Kafka in one bulk read, %d changed",
                      *context.key, len(bodies), len(changed))
         return len(changed)
+
+    async def _rerun_forgotten(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """A safety net: a resource whose status lags its generation at two resyncs in a row, with
+        nothing of ours working on it, is reconciled again. kopf handles an object only when an
+        event comes; when kopf's own status patch after a handler fails (the soak injected a 409),
+        the edit would wait for the resource's next event, possibly for ever."""
+        lagging: dict[str, int] = {}
+        forgotten = []
+        for body in bodies:
+            uid, generation = uid_of(body), generation_of(body)
+            status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+            if (generation is None or status.get("observedGeneration") == generation or is_paused(body)
+                    or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp")
+                    or uid in self.waiting or (uid in self._locks and self._locks[uid].locked())):
+                continue
+            lagging[uid] = generation
+            if self._lagging.get(uid) == generation:
+                forgotten.append(body)
+        self._lagging = lagging
+        if forgotten:
+            log.warning("%d resource(s) behind their generation with no event to handle them: reconciling them "
+                        "again", len(forgotten))
+            await asyncio.gather(*(self._rerun(body) for body in forgotten))
 
     async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
                      claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:

@@ -111,6 +111,7 @@ class Reconciler(Resync):
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
+    _lagging: dict[str, int] = field(default_factory=dict, repr=False)  # drift.py's safety net
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
