@@ -34,6 +34,28 @@ SIGNAL_NAMES = {EXIT_SIGINT: "interrupted (Ctrl-C)", EXIT_SIGTERM: "terminated (
 T = TypeVar("T")
 
 
+@contextlib.contextmanager
+def exits_at_once(command: str) -> Iterator[None]:
+    """While planning nothing has been changed: a signal exits at once (130/143) with one line.
+    Waiting for the cancellation instead could hang on a broker that never answers the
+    handshake, up to the connect timeout."""
+    loop = asyncio.get_running_loop()
+
+    def now(code: int) -> None:
+        click.echo(f"kafkaops {command}: {SIGNAL_NAMES[code]} before anything was changed", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    for signum, code in ((signal.SIGINT, EXIT_SIGINT), (signal.SIGTERM, EXIT_SIGTERM)):
+        loop.add_signal_handler(signum, now, code)
+    try:
+        yield
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
 class Interrupt:
     """The apply's stop switch, flipped by the first SIGINT/SIGTERM while `installed()`."""
 

@@ -25,7 +25,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, summary_line
+from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, exits_at_once, summary_line
 from kafkaops.cli.options import (
     allow_empty_option,
     connection_options,
@@ -160,7 +160,8 @@ async def run_plan(request: Request, store: OwnershipStore, validated: Validated
                    unroutable: list[Unroutable]) -> RunResult:
     sessions = [Session(t, ReportingStore(store)) for t in targets]
     try:
-        await plan_sessions(sessions, request.options)
+        with exits_at_once(request.command):
+            await plan_sessions(sessions, request.options)
         clusters = tuple(s.result() for s in sessions)
     finally:
         await close_sessions(sessions)
@@ -212,7 +213,8 @@ async def run_apply(request: Request, store: OwnershipStore, validated: Validate
     """Plan every cluster, show the plan, get confirmation, apply every cluster concurrently."""
     sessions = [Session(t, ReportingStore(store)) for t in targets]
     try:
-        await plan_sessions(sessions, request.options)
+        with exits_at_once(request.command):
+            await plan_sessions(sessions, request.options)
         planned = RunResult("apply", validated, tuple(s.result() for s in sessions), tuple(unroutable),
                             routing_notes(validated, request.bootstrap), request.options.validate_only)
         if request.output == "text":
