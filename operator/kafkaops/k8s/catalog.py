@@ -47,10 +47,6 @@ class IndexCatalog:
                 self._indexes[name] = kwargs[name]
         return self
 
-    @property
-    def bound(self) -> bool:
-        return "cluster_objects" in self._indexes
-
     def _get(self, index: str, key: Any) -> list[Any]:
         return list(self._indexes.get(index, {}).get(key, ()))
 
