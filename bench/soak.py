@@ -251,10 +251,10 @@ class Soak:
         if broker_first:
             self.kafka_control.call("PUT", f"/users/{USER}", {"password": password})
         time.sleep(self.rng.uniform(0.0, 2.0))
-        for namespace in (NS, SIDE_NS):
-            if namespace not in self.expect.deleted_namespaces:
-                self.kube.call("PATCH", f"/api/v1/namespaces/{namespace}/secrets/{SECRET}",
-                               {"data": self._secret_data(password)}, content_type="application/merge-patch+json")
+        for namespace in (NS, SIDE_NS):  # also in a namespace being deleted: its Secret stays while in use
+            self.kube.call("PATCH", f"/api/v1/namespaces/{namespace}/secrets/{SECRET}",
+                           {"data": self._secret_data(password)}, content_type="application/merge-patch+json",
+                           ok_missing=True)
         if not broker_first:
             time.sleep(self.rng.uniform(0.0, 2.0))
             self.kafka_control.call("PUT", f"/users/{USER}", {"password": password})
