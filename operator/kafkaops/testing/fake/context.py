@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from .state import ClusterStateDouble
+if TYPE_CHECKING:  # state.py imports principals.py, which uses ItemError from here
+    from .state import ClusterStateDouble
 
 
 @dataclass(frozen=True, slots=True)
