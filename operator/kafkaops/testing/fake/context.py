@@ -49,6 +49,7 @@ class RequestContext:
     throttle_items_after: int | None = None
     throttle_time_ms: int = 0
     timed_out_after_apply: bool = False
+    sasl_listener: bool = False  # the request came in on the SASL listener (Metadata advertises it)
 
     @property
     def throttle_time(self) -> timedelta:

@@ -43,6 +43,7 @@ class BrokerDouble:
     port: int
     rack: str | None
     alive: bool = True
+    sasl_port: int | None = None  # the SASL_PLAINTEXT listener, when the double has one
 
 
 @dataclass(slots=True)
