@@ -195,3 +195,19 @@ async def test_older_brokers_without_the_api_say_so(api, call):
     assert raised.value.api == api.title
     assert f"does not support {api.title} (API key {int(api)})" in str(raised.value)
     assert cluster.count(int(api)) == 0
+
+
+async def test_no_password_salt_or_hash_reaches_a_log_or_the_state(admin, cluster, caplog):
+    import base64
+    import json
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    upsertion = scram_upsertion("lea", SHA512, "log-me-never-77")
+    cluster.inject(FaultDouble.not_controller(count=2, api_keys=[int(Api.ALTER_USER_SCRAM_CREDENTIALS)]))
+    results = await admin.alter_user_scram_credentials([upsertion])
+    assert results.all_ok and cluster.count(Api.ALTER_USER_SCRAM_CREDENTIALS) == 3  # retried twice
+    shown = caplog.text + repr(results) + repr(upsertion) + json.dumps(state_snapshot(cluster))
+    for secret in (upsertion.salt, upsertion.salted_password):
+        assert secret.hex() not in shown and base64.b64encode(secret).decode() not in shown and repr(secret) not in shown
+    assert "log-me-never-77" not in shown
