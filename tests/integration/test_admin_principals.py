@@ -178,15 +178,15 @@ async def test_quota_errors_per_entity_and_validate_only(admin, cluster):
         await admin.describe_client_quotas(QuotaFilter((QuotaFilterComponent.any("ip"), QuotaFilterComponent.any("user"))))
 
 
-@pytest.mark.parametrize(
-    ("api", "call"),
-    [
-        (Api.ALTER_USER_SCRAM_CREDENTIALS, lambda a: a.alter_user_scram_credentials([scram_upsertion("u", SHA256, "pw")])),
-        (Api.DESCRIBE_USER_SCRAM_CREDENTIALS, lambda a: a.describe_user_scram_credentials()),
-        (Api.ALTER_CLIENT_QUOTAS, lambda a: a.alter_client_quotas([QuotaAlteration(QuotaEntity.of(user="u"), {"producer_byte_rate": 1})])),
-        (Api.DESCRIBE_CLIENT_QUOTAS, lambda a: a.describe_client_quotas()),
-    ],
-)
+CALLS = [
+    (Api.ALTER_USER_SCRAM_CREDENTIALS, lambda a: a.alter_user_scram_credentials([scram_upsertion("u", SHA256, "pw")])),
+    (Api.DESCRIBE_USER_SCRAM_CREDENTIALS, lambda a: a.describe_user_scram_credentials()),
+    (Api.ALTER_CLIENT_QUOTAS, lambda a: a.alter_client_quotas([QuotaAlteration(QuotaEntity.of(user="u"), {"producer_byte_rate": 1})])),
+    (Api.DESCRIBE_CLIENT_QUOTAS, lambda a: a.describe_client_quotas()),
+]
+
+
+@pytest.mark.parametrize(("api", "call"), CALLS, ids=[api.title for api, _ in CALLS])
 async def test_older_brokers_without_the_api_say_so(api, call):
     async with FakeClusterDouble(brokers=1, tick_interval=None, disabled_apis=[int(api)]) as cluster:
         async with AdminClient.connect(cluster.bootstrap, retry_backoff=0.01) as admin:
@@ -211,3 +211,14 @@ async def test_no_password_salt_or_hash_reaches_a_log_or_the_state(admin, cluste
     for secret in (upsertion.salt, upsertion.salted_password):
         assert secret.hex() not in shown and base64.b64encode(secret).decode() not in shown and repr(secret) not in shown
     assert "log-me-never-77" not in shown
+
+
+@pytest.mark.noida
+@pytest.mark.parametrize(("api", "call"), CALLS, ids=[api.title for api, _ in CALLS])
+async def test_noida_lacks_all_four_and_the_client_says_so(noida, api, call):
+    """noida-db, an independent Kafka-protocol server, implements none of APIs 48-51: the same
+    UnsupportedFeature path as the double's disabled APIs, on a real server."""
+    async with AdminClient.connect(noida.bootstrap, retry_backoff=0.01) as admin:
+        with pytest.raises(UnsupportedFeature) as raised:
+            await call(admin)
+    assert raised.value.api == api.title and raised.value.broker_range is None
