@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from kafkaops.kafka import AdminClient
+from kafkaops.kafka import AdminClient, SecuritySettings
 from kafkaops.kafka.models import ScramMechanism
 from kafkaops.kafka.scram import scram_upsertion
 
@@ -29,20 +29,24 @@ def dev_cluster(*extra: str) -> Iterator[list[str]]:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
-        yield [proc.stdout.readline().strip(), proc.stdout.readline().strip()]
+        yield [proc.stdout.readline().strip(), proc.stdout.readline().strip()]  # bootstrap, then the SASL one
     finally:
         proc.terminate()
         proc.wait(20)
 
 
-async def _set_password(bootstrap: str, password: str) -> None:
-    async with AdminClient.connect(bootstrap) as admin:
+async def _set_password(bootstrap: str, password: str, security: tuple[str, str, str] | None = None) -> None:
+    settings = None
+    if security is not None:
+        mechanism, user, secret = security
+        settings = SecuritySettings(protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username=user, sasl_password=secret)
+    async with AdminClient.connect(bootstrap, security=settings) as admin:
         results = await admin.alter_user_scram_credentials([scram_upsertion("app", ScramMechanism.SCRAM_SHA_512, password)])
         assert results.all_ok, results.failed()
 
 
 def test_dev_cluster_sasl_listener_with_librdkafka() -> None:
-    with dev_cluster("--sasl-port", "0", "--sasl-user", "ops:plain-pw") as (bootstrap, sasl_bootstrap):
+    with dev_cluster("--sasl-port", "0") as (bootstrap, sasl_bootstrap):  # the main listeners stay plaintext
         assert bootstrap != sasl_bootstrap and len(sasl_bootstrap.split(",")) == 2
         asyncio.run(_set_password(bootstrap, "first-pw"))
         ok, errors = librdkafka_login(sasl_bootstrap, "SCRAM-SHA-512", "app", "first-pw")
@@ -51,10 +55,15 @@ def test_dev_cluster_sasl_listener_with_librdkafka() -> None:
         old, errors = librdkafka_login(sasl_bootstrap, "SCRAM-SHA-512", "app", "first-pw")
         assert not old and any("_AUTHENTICATION" in e for e in errors), errors
         assert librdkafka_login(sasl_bootstrap, "SCRAM-SHA-512", "app", "second-pw")[0]
-        assert librdkafka_login(sasl_bootstrap, "PLAIN", "ops", "plain-pw")[0]
 
 
-def test_sasl_user_needs_the_sasl_port() -> None:
-    ran = subprocess.run([*kafkaops_command(), "dev-cluster", "--port", "0", "--sasl-user", "a:b"],
-                         capture_output=True, text=True, timeout=60)
-    assert ran.returncode != 0 and "--sasl-user: needs --sasl-port" in ran.stderr
+def test_with_sasl_users_every_listener_authenticates_and_scram_uses_the_store_too() -> None:
+    env_users = "ops:plain-pw"
+    proc_args = ("--sasl-port", "0", "--sasl-user", env_users)
+    with dev_cluster(*proc_args) as (bootstrap, sasl_bootstrap):
+        for address in (bootstrap, sasl_bootstrap):
+            assert librdkafka_login(address, "PLAIN", "ops", "plain-pw")[0]
+            assert librdkafka_login(address, "SCRAM-SHA-256", "ops", "plain-pw")[0]
+        asyncio.run(_set_password(bootstrap, "stored-pw", security=("SCRAM-SHA-512", "ops", "plain-pw")))
+        assert librdkafka_login(sasl_bootstrap, "SCRAM-SHA-512", "app", "stored-pw")[0]
+        assert librdkafka_login(bootstrap, "SCRAM-SHA-512", "app", "stored-pw")[0]

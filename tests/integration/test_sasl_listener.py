@@ -12,6 +12,7 @@ from kafkaops.kafka import AdminClient, AuthenticationFailed, SecuritySettings
 from kafkaops.kafka.models import ScramDeletion, ScramMechanism
 from kafkaops.kafka.scram import scram_upsertion
 from kafkaops.testing.fake_cluster import FakeClusterDouble
+from kafkaops.testing.sasl_double import SaslServerDouble
 
 pytest.importorskip("confluent_kafka")
 from librdkafka_client import librdkafka_login  # noqa: E402
@@ -25,7 +26,8 @@ def scram(mechanism: str, user: str, password: str) -> SecuritySettings:
 
 @pytest.fixture
 async def cluster():
-    async with FakeClusterDouble(brokers=2, tick_interval=None, sasl_port=0, sasl_users={"ops": "plain-only-pw"}) as double:
+    plain_users = SaslServerDouble({"ops": "plain-only-pw"}, mechanisms=("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"))
+    async with FakeClusterDouble(brokers=2, tick_interval=None, sasl_port=0, sasl_listener=plain_users) as double:
         yield double
         assert not double.errors
 
@@ -41,7 +43,7 @@ async def test_our_client_logs_in_with_a_credential_it_set_and_metadata_names_th
     with pytest.raises(AuthenticationFailed) as failed:
         await AdminClient.connect(cluster.sasl_bootstrap, security=scram("SCRAM-SHA-256", "app", "first-pw-1"), connect_attempts=1)
     assert "first-pw-1" not in str(failed.value)  # no SHA-256 credential for app: refused, no secret in the error
-    # PLAIN: only the --sasl-user users (a SCRAM store has no plain password)
+    # PLAIN: only the SASL double's own users (a SCRAM store has no plain password)
     async with AdminClient.connect(cluster.sasl_bootstrap, security=scram("PLAIN", "ops", "plain-only-pw")):
         pass
     with pytest.raises(AuthenticationFailed):

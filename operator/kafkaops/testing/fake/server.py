@@ -27,6 +27,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkaops.kafka.wire import FrameError, RequestFrame, build, decode_request, encode_response, read_size, response_class
 
+from kafkaops.testing.sasl_double import SaslServerDouble
+
 from .acls import AclBinding
 from .context import CloseConnection, ItemError, RequestContext
 from .faults import THROTTLE_MIN_VERSION, FaultDouble, FaultKind, FaultPlan
@@ -138,10 +140,14 @@ class FakeClusterDouble:
     advertised versions; ``acls_enabled=False`` answers SECURITY_DISABLED;
     ``sasl`` (an object with ``new_session()``) gates every connection;
     ``ssl_context`` serves TLS. ``sasl_port`` (0: free ports) adds a second,
-    SASL_PLAINTEXT listener per broker at ``sasl_port + i``: SCRAM-SHA-256/512
-    checked against the credentials stored through AlterUserScramCredentials
-    (``sasl_users`` may add name -> password pairs, the only ones PLAIN accepts);
+    SASL_PLAINTEXT listener per broker at ``sasl_port + i``, gated by
+    ``sasl_listener``, else ``sasl``, else SCRAM-SHA-256/512 and PLAIN with no
+    static users (so the main listeners can stay plaintext for the admin side);
     Metadata asked there advertises the SASL ports, as a broker does per listener.
+    SCRAM logins on any listener check the credentials stored through
+    AlterUserScramCredentials first (a ``SaslServerDouble`` given without a
+    ``scram_lookup`` is connected to the double's store); PLAIN needs the plain
+    password, so only the ``SaslServerDouble``'s own users pass it.
 
     Behaviour: ``record_limit`` is KRaft's metadata-records-per-request cap
     (POLICY_VIOLATION above it); ``default_partitions`` and
@@ -174,7 +180,7 @@ class FakeClusterDouble:
         sasl: SaslServerLike | None = None,
         ssl_context: ssl.SSLContext | None = None,
         sasl_port: int | None = None,
-        sasl_users: Mapping[str, str] | None = None,
+        sasl_listener: SaslServerLike | None = None,
         record_limit: int = 10_000,
         partition_size_bytes: int = 10 * MIB,
         reassignment_step_bytes: int = 4 * MIB,
@@ -226,17 +232,19 @@ class FakeClusterDouble:
         self._sasl_listeners: dict[int, _Listener] = {}
         self.sasl_listener: SaslServerLike | None = None
         if sasl_port is not None:
-            from kafkaops.testing.sasl_double import SaslServerDouble
-
-            self.sasl_listener = SaslServerDouble(
-                dict(sasl_users or {}),
-                mechanisms=SASL_LISTENER_MECHANISMS,
-                scram_lookup=self.state.principals.scram_credential,
-            )
+            self.sasl_listener = sasl_listener or sasl or SaslServerDouble({}, mechanisms=SASL_LISTENER_MECHANISMS)
             for i, b in enumerate(members):
                 b.sasl_port = sasl_port + i if sasl_port else 0
                 self._sasl_listeners[b.node_id] = _Listener(b.node_id)
+        for server in (sasl, self.sasl_listener):
+            if isinstance(server, SaslServerDouble) and server.scram_lookup is None:
+                server.scram_lookup = self.state.principals.scram_credential  # SCRAM credentials are cluster-wide
         self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def sasl(self) -> SaslServerLike | None:
+        """The SASL gate of every connection (None: plaintext without authentication)."""
+        return self._sasl
 
     # ------------------------------------------------------------- lifecycle
     async def start(self) -> FakeClusterDouble:
