@@ -65,6 +65,7 @@ from .models import (
     TopicInfo,
     TopicPartition,
 )
+from .principal_calls import PrincipalCalls
 from .security import SecuritySettings
 from .settings import ClientSettings
 from .sizing import config_records, dedupe, partition_records, split_by_records, topic_records
@@ -72,8 +73,10 @@ from .sizing import config_records, dedupe, partition_records, split_by_records,
 log = logging.getLogger(__name__)
 
 
-class AdminClient:
-    """Asyncio admin client for Kafka. Use ``AdminClient.connect(...)``."""
+class AdminClient(PrincipalCalls):
+    """Asyncio admin client for Kafka. Use ``AdminClient.connect(...)``.
+
+    Users and quotas (SCRAM credentials, client quotas) are in ``principal_calls.py``."""
 
     def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings

@@ -2,7 +2,8 @@
 
 `kafkaops dev-cluster --control-port N` serves these routes (docs/reliability.md):
 
-    GET    /state                      topics, ACLs, broker configs, reassignments, counters
+    GET    /state                      topics, ACLs, broker configs, reassignments, counters,
+                                       SCRAM users (mechanisms + iterations only) and quotas
     POST   /faults                     arm a fault (body: fault_from_json)
     DELETE /faults                     disarm every fault
     GET    /faults                     pending faults and how often each kind fired
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kafkaops.testing.control_http import ControlError, ControlServer, field
 
 from .faults import FaultDouble, FaultKind
+from .principals import state_view
 
 if TYPE_CHECKING:
     from .server import FakeClusterDouble
@@ -116,6 +118,7 @@ def state_snapshot(cluster: FakeClusterDouble) -> dict[str, Any]:
         "deletion_times": [[at, name] for at, name in state.deletion_times],
         "sasl_users": sorted(cluster.sasl.users) if cluster.sasl is not None and hasattr(cluster.sasl, "users") else None,
         "already_exists": dict(state.already_exists),
+        **state_view(state.principals),  # "users" and "quotas": never a salt or salted password
         "errors": [repr(e) for e in cluster.errors],
     }
 

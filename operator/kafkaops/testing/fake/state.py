@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from .acls import AclBinding
 from .catalog import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigSpec, ConfigType, broker_spec
 from .placement import assign_replicas
+from .principals import PrincipalStoreDouble
 
 MIB = 1024 * 1024
 LOG_DIR = "/var/lib/kafka/data"
@@ -43,6 +44,7 @@ class BrokerDouble:
     port: int
     rack: str | None
     alive: bool = True
+    sasl_port: int | None = None  # the SASL_PLAINTEXT listener, when the double has one
 
 
 @dataclass(slots=True)
@@ -157,6 +159,7 @@ class ClusterStateDouble:
         self.default_configs: dict[str, str] = {}
         self._defaults_cache: dict[int, dict[str, ConfigEntry]] = {}
         self.acls: dict[AclBinding, None] = {}
+        self.principals = PrincipalStoreDouble()  # SCRAM credentials and client quotas
         self.reassignments: dict[tuple[str, int], ReassignmentDouble] = {}
         self.pending_leaders: dict[tuple[str, int], int] = {}
         self.tick = 0
