@@ -15,6 +15,7 @@ from kafkaops.k8s.kinds import claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
 from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
+from kafkaops.kafka.apis import Api
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 from k8s_helpers import CatalogDouble, SecretReaderDouble, body, cluster_body, condition, connect, topic_body
@@ -425,3 +426,23 @@ async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(re
         assert moving[TopicPartition("outside", 0)].adding == (elsewhere,)  # its target, not ours
         reconciler.clusters.contexts()[0].runs["outside"].run.revert()  # stop ours; theirs goes on
         await reconciler.clusters.contexts()[0].runs["outside"].run.wait()
+
+
+@pytest.mark.parametrize("create_topics_version", [7, 6])
+async def test_topic_status_has_the_topic_id_from_any_create_topics_version(create_topics_version) -> None:
+    """v7+ CreateTopics answers carry the topic id (the status takes it from the answer); before v7
+    the status reads it through Metadata. Either way it is the id Kafka holds."""
+    async with FakeClusterDouble(brokers=3, max_versions={Api.CREATE_TOPICS: create_topics_version}) as cluster:
+        clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
+                                                                   retry_delay=1.0, metrics_port=None))
+        reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+        try:
+            await connect(reconciler, cluster_body(cluster.bootstrap))
+            result = await reconciler.reconcile(topic_body("orders", 3, 2))
+            async with AdminClient.connect(cluster.bootstrap) as admin:
+                info = (await admin.metadata(["orders"])).topics["orders"]
+        finally:
+            await clusters.close_all()
+    assert condition(result, "Ready")["status"] == "True", result.status
+    assert result.status["topicId"] == str(info.topic_id)
+    assert (result.status["partitions"], result.status["replicationFactor"]) == (3, 2)

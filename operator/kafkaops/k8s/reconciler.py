@@ -70,6 +70,7 @@ from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
+from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
@@ -274,16 +275,31 @@ class Reconciler(Resync):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            info = await context.engine.batcher.describe_topic(model.topic_name)
-            if info.value is not None:
-                fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
-                              partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
-                fields = {k: v for k, v in fields.items() if v is not None or k == THROTTLE_RECORD}
+            fields = await self._topic_fields(context, model, outcome, fields)
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
+
+    @staticmethod
+    async def _topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
+                            fields: dict[str, Any]) -> dict[str, Any]:
+        """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
+        when this run created it (v7+ answers carry the id), else read through Metadata."""
+        assert context.engine is not None
+        created = outcome.created
+        if created is not None and created.topic_id is not None and created.partitions > 0 \
+                and created.replication_factor > 0:
+            found = {"topicId": str(created.topic_id), "partitions": created.partitions,
+                     "replicationFactor": created.replication_factor}
+        else:
+            info = await context.engine.batcher.describe_topic(model.topic_name)
+            if info.value is None:
+                return fields
+            found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
+                     "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
+        return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
