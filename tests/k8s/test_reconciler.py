@@ -11,7 +11,7 @@ import pytest
 
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
-from kafkaops.k8s.kinds import claim_of
+from kafkaops.k8s.kinds import ClaimKey, claim_key, claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
 from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
@@ -79,7 +79,8 @@ async def test_second_claimant_of_a_topic_is_stalled_and_the_first_keeps_working
     claims = [claim_of(first), claim_of(second)]
     assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"
     lost = await reconciler.reconcile(second, claims)
-    assert condition(lost, "Stalled")["reason"] == "ResourceConflict" and "team/shared" in condition(lost, "Stalled")["message"]
+    assert condition(lost, "Stalled")["reason"] == "ResourceConflict"
+    assert condition(lost, "Stalled")["message"] == "topic shared is already managed by KafkaTopic team/shared"
     assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"  # no flapping
     removed = await reconciler.remove(second, claims)
     assert removed.release  # the loser never managed the topic: deleting it touches nothing
@@ -446,3 +447,15 @@ async def test_topic_status_has_the_topic_id_from_any_create_topics_version(crea
     assert condition(result, "Ready")["status"] == "True", result.status
     assert result.status["topicId"] == str(info.topic_id)
     assert (result.status["partitions"], result.status["replicationFactor"]) == (3, 2)
+
+
+def test_claim_key_names_its_fields() -> None:
+    topic = body("KafkaTopic", "orders-v1", {"clusterRef": {"name": "main"}, "topicName": "orders", "partitions": 1})
+    key = claim_key(topic)
+    assert key == ClaimKey("topic", "team", "main", "orders") and str(key) == "topic orders"
+    assert (key.what, key.cluster_namespace, key.cluster_name, key.name) == ("topic", "team", "main", "orders")
+    broker = claim_key(body("KafkaBrokerConfig", "defaults", {"clusterRef": {"name": "main", "namespace": "kafka"},
+                                                               "config": {}}))
+    assert broker == ClaimKey("broker", "kafka", "main", "default")
+    assert claim_key(body("KafkaTopic", "orphan", {"partitions": 1})) is None  # no clusterRef: claims nothing
+    assert {key: 1}[("topic", "team", "main", "orders")] == 1, "still a tuple: kopf's indexes key by it"

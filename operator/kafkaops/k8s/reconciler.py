@@ -37,6 +37,7 @@ from kafkaops.k8s.context import (
 )
 from kafkaops.k8s.kinds import (
     CLAIMED,
+    CLUSTER_PLURAL,
     PLURALS,
     Claim,
     claim_key,
@@ -72,6 +73,7 @@ from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
 from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
+from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
@@ -98,7 +100,6 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
 EventPoster = Callable[[Mapping[str, Any], EventNote], None]
-CLUSTER_PLURAL = "kafkaclusters"
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Reconciler(Resync):
             what = claim_key(body)
             return model, context, self._result(body, Verdict(
                 Phase.STALLED, RESOURCE_CONFLICT,
-                f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
+                f"{what if what else 'it '} is already managed by "
                 f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
 
@@ -317,7 +318,7 @@ class Reconciler(Resync):
 
         async def persist(record: Any) -> None:  # written ahead of any throttle config
             if self.status_writer is not None:
-                await self.status_writer(PLURALS["KafkaTopic"], metadata.get("namespace"), metadata.get("name"),
+                await self.status_writer(PLURALS[KAFKA_TOPIC], metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
         run = context.engine.start_reassignment(context.engine.state_key(), plan,
