@@ -22,7 +22,7 @@ from kafkaops.kafka import AdminClient, Batcher, ClusterMetadata, ConfigSource
 from kafkaops.kafka import AclBinding as WireAclBinding
 from kafkaops.kafka.errors import ErrorCode
 from kafkaops.reconcile.read import ObserveScope, read_cluster
-from kafkaops.reconcile.observed import ObservedState
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState
 from kafkaops.snapshot.format import FORMAT, TABLES, VERSION, cluster_name_problem
 
 Row = dict[str, Any]
@@ -102,13 +102,7 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
                                    "replicas": list(p.replicas), "isr": list(p.isr)})
         if topic.configs_error is not None:
             notes.append(f"topic {name}: configs not read ({topic.configs_error}); none in topic_configs.parquet")
-        configs = topic.configs or {}
-        for key in sorted(configs):
-            config = configs[key]
-            if config.source is _TOPIC_SOURCE:
-                topic_configs.append({"cluster": c, "topic": name, "key": key,
-                                      "value": None if config.sensitive else config.value,
-                                      "source": config.source.name, "sensitive": config.sensitive})
+        topic_configs.extend(_config_rows({"cluster": c, "topic": name}, topic.configs or {}, _TOPIC_SOURCE))
     for name in sorted(observed.topic_errors):
         notes.append(f"topic {name}: not read ({observed.topic_errors[name]}); left out of every table")
 
@@ -183,6 +177,13 @@ def _wire_kind(binding: WireAclBinding) -> str:
     return "other"
 
 
+def _config_rows(where: Row, configs: Mapping[str, ObservedConfig], wanted: ConfigSource) -> list[Row]:
+    """One row per config set at `wanted`'s level (the overrides), by key; sensitive values left out."""
+    return [{**where, "key": key, "value": None if config.sensitive else config.value,
+             "source": config.source.name, "sensitive": config.sensitive}
+            for key, config in sorted(configs.items()) if config.source is wanted]
+
+
 def _broker_sort_key(key: str) -> tuple[int, int, str]:
     return (0, 0, "") if key == "" else (1, int(key), key) if key.isdigit() else (2, 0, key)
 
@@ -192,13 +193,7 @@ def _broker_config_rows(cluster: str, observed: ObservedState) -> tuple[list[Row
     notes: list[str] = []
     for broker in sorted(observed.broker_configs, key=_broker_sort_key):
         wanted = _DEFAULT_SOURCE if broker == "" else _BROKER_SOURCE
-        configs = observed.broker_configs[broker]
-        for key in sorted(configs):
-            config = configs[key]
-            if config.source is wanted:
-                rows.append({"cluster": cluster, "broker": broker, "key": key,
-                             "value": None if config.sensitive else config.value,
-                             "source": config.source.name, "sensitive": config.sensitive})
+        rows.extend(_config_rows({"cluster": cluster, "broker": broker}, observed.broker_configs[broker], wanted))
     for broker in sorted(observed.broker_config_errors, key=_broker_sort_key):
         what = "the cluster-wide default broker configs" if broker == "" else f"broker {broker}'s configs"
         notes.append(f"{what}: not read ({observed.broker_config_errors[broker]}); none in broker_configs.parquet")
