@@ -12,10 +12,10 @@ context's engine, so every handler's single item joins the same batches.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -36,7 +36,9 @@ CLUSTER_UNREACHABLE = "ClusterUnreachable"
 CLUSTER_NOT_FOUND = "ClusterNotFound"
 CLUSTER_NOT_READY = "ClusterNotReady"
 # a request failed because the cluster could not be reached: the cluster is down, not the resource
-CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION"})
+AUTHENTICATION_FAILED = "AuthenticationFailed"
+# outcome reasons that mean "the cluster is gone for now": the context probes it, resources wait
+CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION", AUTHENTICATION_FAILED})
 
 log = logging.getLogger("kafkaops.operator")
 
@@ -64,21 +66,28 @@ class OperatorSettings:
 
 class DeletionGate:
     """The cluster's topic-deletion cap across resources: at most `cap` deletions within `window`
-    seconds unless a person confirmed (KafkaCluster annotation kafkaops.io/confirm-deletions)."""
+    seconds unless a person confirmed (KafkaCluster annotation kafkaops.io/confirm-deletions).
+
+    Times are wall-clock seconds, so that the admitted deletions can be recorded in the
+    KafkaCluster's status (`recentTopicDeletions`) and merged back by the next process: the cap
+    then holds across operator restarts and replicas, not only within one process."""
 
     def __init__(self, cap: int, window: float) -> None:
         self.cap = cap
         self.window = window
-        self._recent: deque[float] = deque()
+        self._recent: list[float] = []
         self.confirmed_until = 0.0
         self.waiting: set[str] = set()
 
     def _trim(self, now: float) -> None:
-        while self._recent and now - self._recent[0] > self.window:
-            self._recent.popleft()
+        self._recent = [t for t in self._recent if now - t <= self.window]
+
+    def merge(self, recorded: Iterable[float]) -> None:
+        """Add deletions another process (or this one, before a restart) recorded."""
+        self._recent = sorted(set(self._recent) | set(recorded))
 
     def admit(self, who: str, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
+        now = time.time() if now is None else now
         self._trim(now)
         if len(self._recent) < self.cap or now < self.confirmed_until:
             self._recent.append(now)
@@ -87,8 +96,29 @@ class DeletionGate:
         self.waiting.add(who)
         return False
 
+    def recent(self, now: float | None = None) -> list[float]:
+        """The deletions within the window, oldest first (what the status records)."""
+        self._trim(time.time() if now is None else now)
+        return sorted(self._recent)
+
     def confirm(self, ttl: float, now: float | None = None) -> None:
-        self.confirmed_until = (time.monotonic() if now is None else now) + ttl
+        self.confirmed_until = (time.time() if now is None else now) + ttl
+
+
+def recorded_deletions(cluster_body: Mapping[str, Any]) -> list[float]:
+    """The deletion times a KafkaCluster's status records (`recentTopicDeletions`, RFC 3339)."""
+    times = []
+    for text in (cluster_body.get("status") or {}).get("recentTopicDeletions") or ():
+        try:
+            times.append(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            log.warning("ignored an unreadable recentTopicDeletions entry %r", text)
+    return times
+
+
+def deletion_times(times: Iterable[float]) -> list[str]:
+    return [datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            for t in times]
 
 
 @dataclass
@@ -226,9 +256,13 @@ class Clusters:
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
 
-    async def _attempt(self, context: ClusterContext) -> Problem | None:
+    async def _attempt(self, context: ClusterContext, refresh: bool = False) -> Problem | None:
+        """One connection attempt; `refresh`: re-read the credentials first (after an outage or a
+        refused login, the Secret may hold a rotated password: new connections use it)."""
         cluster = context.model
         try:
+            if context.admin is not None and refresh and self.reader is not None:
+                context.admin.use_security(await security_for(cluster, self.reader, context.files))
             if context.admin is None:
                 security = await security_for(cluster, self.reader, context.files) if self.reader else None
                 settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
@@ -239,7 +273,7 @@ class Clusters:
         except CredentialsError as exc:
             return Problem(CREDENTIALS_INVALID, str(exc))
         except AuthenticationFailed as exc:
-            return Problem("AuthenticationFailed", f"the cluster refused the credentials: {exc}")
+            return Problem(AUTHENTICATION_FAILED, f"the cluster refused the credentials: {exc}")
         except (KafkaConnectionError, RequestTimedOut, OSError, ValueError) as exc:
             return Problem(CLUSTER_UNREACHABLE, f"cannot reach {','.join(cluster.spec.bootstrap_servers)}: {exc}",
                            retriable=True)
@@ -250,12 +284,17 @@ class Clusters:
             return Problem("ConnectFailed", f"connecting failed: {type(exc).__name__}", retriable=True)
         return None
 
-    def mark_down(self, context: ClusterContext, exc: BaseException) -> None:
-        """A request found the cluster unreachable: report it once and probe until it answers."""
+    def mark_down(self, context: ClusterContext, exc: BaseException, reason: str = CLUSTER_UNREACHABLE) -> None:
+        """A request found the cluster unreachable (or refusing our credentials, `reason`
+        AuthenticationFailed): report it once and probe until it answers, re-reading the
+        credentials at each attempt."""
         if context.state is not Connection.READY or self._contexts.get(context.key) is not context:
             return
-        problem = Problem(CLUSTER_UNREACHABLE, f"lost the connection to {','.join(context.model.spec.bootstrap_servers)}:"
-                                               f" {exc}", retriable=True)
+        if reason == AUTHENTICATION_FAILED:
+            problem = Problem(AUTHENTICATION_FAILED, f"the cluster refused the credentials: {exc}", retriable=True)
+        else:
+            problem = Problem(CLUSTER_UNREACHABLE, f"lost the connection to "
+                                                   f"{','.join(context.model.spec.bootstrap_servers)}: {exc}", retriable=True)
         context.state = Connection.CONNECTING  # no second probe while this one starts
 
         async def probe() -> None:
@@ -264,7 +303,7 @@ class Clusters:
             while True:
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1
-                if await self._attempt(context) is None:
+                if await self._attempt(context, refresh=True) is None:
                     await self._change(context, Connection.READY, None)
                     return
 

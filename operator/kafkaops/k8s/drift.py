@@ -15,10 +15,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkaops.k8s.context import CONNECTION_LOST, ClusterContext
+from kafkaops.k8s.context import AUTHENTICATION_FAILED, CONNECTION_LOST, ClusterContext
 from kafkaops.k8s.kinds import Claim, claim_key, claim_of, generation_of, is_paused, is_unmanaged, owner_of, uid_of, winner
 from kafkaops.k8s.status import EventNote, Result, Verdict, is_settled
-from kafkaops.kafka.errors import KafkaConnectionError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, RunOptions, State
 from kafkaops.resources.validation import check_custom_resource
 
@@ -115,12 +115,15 @@ class Resync:
         except KafkaConnectionError as exc:
             self.clusters.mark_down(context, exc)
             return []  # the outage is reported once, by cluster_state_changed
+        except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
+            self.clusters.mark_down(context, exc, AUTHENTICATION_FAILED)
+            return []  # the outage is reported once, by cluster_state_changed
         self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         changed: list[tuple[Mapping[str, Any], Result]] = []
         if any(o.problem is not None and o.problem.reason in CONNECTION_LOST for o in report.outcomes):
             lost = next(o.problem for o in report.outcomes if o.problem is not None and o.problem.reason in CONNECTION_LOST)
-            self.clusters.mark_down(context, ConnectionError(lost.message))
+            self.clusters.mark_down(context, ConnectionError(lost.message), lost.reason)
             return []  # the outage is reported once, by cluster_state_changed
         for outcome in report.outcomes:
             if outcome.source not in chosen:
