@@ -97,10 +97,8 @@ def cluster_seed(port: int) -> int:
 @click.option("--control-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
               default=None, metavar="PORT", help="Serve fault hooks over HTTP (docs/reliability.md); 0: free port.")
 @click.option("--sasl-user", "sasl_users", multiple=True, callback=lambda c, p, v: _sasl_users(p, v),
-              envvar="KAFKAOPS_DEV_SASL_USERS", metavar="NAME:PASSWORD",
-              help="Require SASL (SCRAM-SHA-256/512, PLAIN) on every listener; repeatable, or "
-              "$KAFKAOPS_DEV_SASL_USERS (space-separated: keeps passwords out of `ps`). Rotate with "
-              "the control endpoint (PUT /users/NAME).")
+              envvar="KAFKAOPS_DEV_SASL_USERS", metavar="USER:PW",
+              help="SASL (SCRAM, PLAIN); or $KAFKAOPS_DEV_SASL_USERS.")
 def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
                 no_acls: bool, control_port: int | None, sasl_users: dict[str, str]) -> None:
     """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
@@ -109,7 +107,6 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
     Examples:
       kafkaops dev-cluster &                    # 3 brokers on 127.0.0.1:19092-19094
       kafkaops dev-cluster --brokers 9 --port 0 --racks a,b,c --first-broker-id 0
-      KAFKAOPS_DEV_SASL_USERS=ops:s3cret kafkaops dev-cluster   # SASL on every listener
 
     Prints the bootstrap servers first (one line on stdout; then the control URL with
     --control-port). Each cluster has its own cluster id, derived from --port (random with --port 0).

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from kafkaops.cli.options import seconds
+
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
@@ -33,7 +35,7 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--peering", "peering_name", default=None, metavar="NAME",
               help="kopf peering object (HA: one replica works).")
 @click.option("--priority", type=int, default=None, metavar="N",
-              help="Peering priority [random: replicas never tie].")
+              help="Peering priority [random, never tied].")
 @click.option("--liveness", "liveness_endpoint", default=None, metavar="URL",
               help="Liveness probe, e.g. http://0.0.0.0:8080/healthz.")
 @click.option("--metrics-port", type=int, default=9090, metavar="PORT",
@@ -42,8 +44,8 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
               help="Retry throttled/timed-out work after [15s].")
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
-@click.option("--deletion-window", type=click.FloatRange(min=1.0), default=300.0, metavar="SEC",
-              help="maxDeletionsPerReconcile counts topic deletions within this window [300s].")
+@click.option("--deletion-window", type=float, callback=seconds(positive=True), default=300.0, metavar="SEC",
+              help="Window of the topic-deletion cap [300s].")
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")

@@ -23,7 +23,15 @@ from typing import Any
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings
 from kafkaops.kafka.apis import Api
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError, KafkaOpsError, RequestTimedOut
-from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretReader, TlsFiles, security_for
+from kafkaops.k8s.secrets import (
+    CREDENTIALS_INVALID,
+    SECRET_FINALIZER,
+    CredentialsError,
+    SecretReader,
+    TlsFiles,
+    secret_names,
+    security_for,
+)
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
@@ -142,6 +150,7 @@ class ClusterContext:
     files: TlsFiles = field(default_factory=TlsFiles)
     # partition reassignments running in the background, by topic (a handler must not wait hours)
     runs: dict[str, ActiveRun] = field(default_factory=dict)
+    guarded: set[tuple[str, bool]] = field(default_factory=set)  # Secrets protected (True) or not protectable
     last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
     state: Connection = Connection.CONNECTING
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # the first connection attempt answered
@@ -208,6 +217,8 @@ class Clusters:
             context.gate = old.gate if old and old.gate and old.gate.cap == cap else DeletionGate(cap, self.settings.deletion_window)
             self._contexts[context.key] = context
             context.task = asyncio.create_task(self._connect(context), name=f"connect {context.key}")
+        if old is not None:  # a Secret the old spec read and the new one does not is no longer in use
+            await self.release_secrets(context.key[0], secret_names(old.model) - secret_names(cluster))
         return context
 
     async def open(self, cluster: KafkaCluster) -> ClusterContext:
@@ -262,9 +273,15 @@ class Clusters:
         cluster = context.model
         try:
             if context.admin is not None and refresh and self.reader is not None:
-                context.admin.use_security(await security_for(cluster, self.reader, context.files))
+                try:
+                    context.admin.use_security(await security_for(cluster, self.reader, context.files))
+                    await self.protect_secrets(context)
+                except CredentialsError as exc:  # e.g. its namespace is being deleted: keep what worked
+                    log.warning("KafkaCluster %s/%s: %s; reconnecting with the credentials read before",
+                                *context.key, exc)
             if context.admin is None:
                 security = await security_for(cluster, self.reader, context.files) if self.reader else None
+                await self.protect_secrets(context)
                 settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
                                                  **dict(self.settings.client_overrides))
                 context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
@@ -283,6 +300,35 @@ class Clusters:
             log.warning("KafkaCluster %s/%s: connecting failed: %s", *context.key, type(exc).__name__, exc_info=True)
             return Problem("ConnectFailed", f"connecting failed: {type(exc).__name__}", retriable=True)
         return None
+
+    async def protect_secrets(self, context: ClusterContext) -> None:
+        """SECRET_FINALIZER on the Secrets the cluster's connection reads (once they were read)."""
+        if not hasattr(self.reader, "protect_secret"):
+            return
+        for name in sorted(secret_names(context.model)):
+            if (name, True) in context.guarded:
+                continue
+            try:
+                if await self.reader.protect_secret(context.key[0], name):  # type: ignore[union-attr]
+                    context.guarded.add((name, True))
+            except Exception as exc:  # noqa: BLE001 - e.g. 403: no patch on secrets; it still connects
+                if (name, False) not in context.guarded:
+                    context.guarded.add((name, False))
+                    log.warning("KafkaCluster %s/%s: cannot protect Secret %s from deletion while in use (%s): "
+                                "grant `patch` on secrets (manifests/secrets-access)", *context.key, name,
+                                type(exc).__name__)
+
+    async def release_secrets(self, namespace: str, names: set[str]) -> None:
+        """Take SECRET_FINALIZER off Secrets no KafkaCluster of this operator connects with any more."""
+        if not hasattr(self.reader, "release_secret"):
+            return
+        used = {n for c in self._contexts.values() if c.key[0] == namespace for n in secret_names(c.model)}
+        for name in sorted(names - used):
+            try:
+                await self.reader.release_secret(namespace, name)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - logged with its context; a person can remove it by hand
+                log.warning("Secret %s/%s: removing the finalizer %s failed", namespace, name, SECRET_FINALIZER,
+                            exc_info=True)
 
     def mark_down(self, context: ClusterContext, exc: BaseException, reason: str = CLUSTER_UNREACHABLE) -> None:
         """A request found the cluster unreachable (or refusing our credentials, `reason`

@@ -38,6 +38,7 @@ from kafkaops.k8s.context import (
     deletion_times,
     recorded_deletions,
 )
+from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.kinds import (
     CLAIMED,
     CLUSTER_PLURAL,
@@ -103,6 +104,7 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
 EventPoster = Callable[[Mapping[str, Any], EventNote], None]
+Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plural, namespace, name, annotations
 
 
 @dataclass
@@ -113,10 +115,11 @@ class Reconciler(Resync):
     now: Callable[[], str] = utc_now
     status_writer: StatusWriter | None = None  # writes outside a handler: waiting room, outages, throttle record
     event_poster: EventPoster | None = None
+    annotator: Annotator | None = None  # the resync's nudge of a deletion kopf dropped (drift.py)
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
-    _lagging: dict[str, int] = field(default_factory=dict, repr=False)  # drift.py's safety net
+    _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -547,7 +550,10 @@ class Reconciler(Resync):
                        "annotate kafkaops.io/managed=false to let it go now (they are then released without "
                        "touching Kafka)")
             return replace(self._result(body, Verdict(Phase.RECONCILING, "ResourcesRemain", message)), retry_after=2.0)
+        checked = check_custom_resource(body)
+        names = secret_names(checked.resource) if isinstance(checked.resource, KafkaCluster) else set()
         await self.clusters.close(key)
+        await self.clusters.release_secrets(key[0], names)  # the namespace's deletion may now finish
         return Result(release=True)
 
     async def _record_deletions(self, context: ClusterContext) -> bool:
