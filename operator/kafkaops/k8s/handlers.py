@@ -25,6 +25,7 @@ from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
+    CLUSTER_PLURAL,
     CONFIRM_DELETIONS,
     FINALIZER,
     GROUP,
@@ -35,7 +36,7 @@ from kafkaops.k8s.kinds import (
     cluster_of,
 )
 from kafkaops.k8s.metrics import Metrics
-from kafkaops.k8s.reconciler import CLUSTER_PLURAL, Reconciler, Result
+from kafkaops.k8s.reconciler import Reconciler, Result
 from kafkaops.k8s.status import EventNote
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 

@@ -41,6 +41,7 @@ from kafkaops.k8s.context import (
 from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.kinds import (
     CLAIMED,
+    CLUSTER_PLURAL,
     PLURALS,
     Claim,
     claim_key,
@@ -74,7 +75,9 @@ from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
+from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
+from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
@@ -102,7 +105,6 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
 EventPoster = Callable[[Mapping[str, Any], EventNote], None]
 Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plural, namespace, name, annotations
-CLUSTER_PLURAL = "kafkaclusters"
 
 
 @dataclass
@@ -199,7 +201,7 @@ class Reconciler(Resync):
             what = claim_key(body)
             return model, context, self._result(body, Verdict(
                 Phase.STALLED, RESOURCE_CONFLICT,
-                f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
+                f"{what if what else 'it '} is already managed by "
                 f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
 
@@ -286,16 +288,31 @@ class Reconciler(Resync):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            info = await context.engine.batcher.describe_topic(model.topic_name)
-            if info.value is not None:
-                fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
-                              partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
-                fields = {k: v for k, v in fields.items() if v is not None or k == THROTTLE_RECORD}
+            fields = await self._topic_fields(context, model, outcome, fields)
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
+
+    @staticmethod
+    async def _topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
+                            fields: dict[str, Any]) -> dict[str, Any]:
+        """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
+        when this run created it (v7+ answers carry the id), else read through Metadata."""
+        assert context.engine is not None
+        created = outcome.created
+        if created is not None and created.topic_id is not None and created.partitions > 0 \
+                and created.replication_factor > 0:
+            found = {"topicId": str(created.topic_id), "partitions": created.partitions,
+                     "replicationFactor": created.replication_factor}
+        else:
+            info = await context.engine.batcher.describe_topic(model.topic_name)
+            if info.value is None:
+                return fields
+            found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
+                     "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
+        return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
@@ -313,7 +330,7 @@ class Reconciler(Resync):
 
         async def persist(record: Any) -> None:  # written ahead of any throttle config
             if self.status_writer is not None:
-                await self.status_writer(PLURALS["KafkaTopic"], metadata.get("namespace"), metadata.get("name"),
+                await self.status_writer(PLURALS[KAFKA_TOPIC], metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
         run = context.engine.start_reassignment(context.engine.state_key(), plan,

@@ -317,10 +317,10 @@ def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]
 
 
 def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool) -> Outcome:
-    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
-                changes=resource.changes)
     if applied is None:  # nothing to do
-        return Outcome(state=State.UNCHANGED, **base)  # type: ignore[arg-type]
+        return Outcome(resource.source, resource.kind, resource.name, State.UNCHANGED, resource.action, resource.changes)
+    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
+                changes=resource.changes, results=applied.results)
     notes = applied.notes
     if applied.problem is not None:
         if applied.done:
