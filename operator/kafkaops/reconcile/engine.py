@@ -49,9 +49,11 @@ from kafkaops.reconcile.reassign import (
     ReassignmentRun,
 )
 from kafkaops.reconcile.reassign import start as start_run
+from kafkaops.reconcile.principals import scram_ownership_changes
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
 from kafkaops.resources.documents import Source
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 from kafkaops.reconcile.wait import expectations, wait_for
 
 
@@ -123,7 +125,10 @@ class Engine:
         key = self.state_key()
         ownership = self.store.load(key)
         observed = await self.observe(desired, all_topics=options.all_topics or options.prune, ownership=ownership)
-        made = plan(desired, observed, ownership, options.plan_options, self.cluster)
+        if desired.passwords:  # checking password fingerprints (PBKDF2, 1 ms each) off the event loop
+            made = await asyncio.to_thread(plan, desired, observed, ownership, options.plan_options, self.cluster)
+        else:
+            made = plan(desired, observed, ownership, options.plan_options, self.cluster)
         throttle = desired.cluster.spec.replication_throttle if desired.cluster is not None else None
         return Planned(made, observed, ownership, key, _sent(before, self._requests()), throttle)
 
@@ -155,6 +160,7 @@ class Engine:
             # or a topic created by a run that died before recording it)
             unchanged = [Applied(r) for r in planned.plan.resources if not r.pending and r.owner is not None]
             changes = ownership_changes(planned.ownership, [*applied, *unchanged])
+            changes.update(scram_ownership_changes(planned.ownership, [a.done for a in applied]))
             if changes:
                 self.store.update(planned.state_key, changes)
         sent = dict(planned.requests)
@@ -164,7 +170,8 @@ class Engine:
         return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started,
                       deferred if options.defer_replica_changes else {})
 
-    async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> Planned:
+    async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser | KafkaClientQuota
+                           ) -> Planned:
         """A plan that removes what `resource` manages (its Delete policy), read in bulk like plan()."""
         before = self._requests()
         if self.batcher.admin.cached_metadata is None:
