@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkaops.kafka import Batcher, CreatedTopic, ItemResult, KafkaError, ScramDeletion, ScramUpsertion, scram_upsertion
@@ -27,6 +27,7 @@ from kafkaops.reconcile.actions import (
     AlterQuotas,
     DeleteScramCredential,
     DeleteTopic,
+    Plan,
     Problem,
     ResourcePlan,
     Step,
@@ -183,6 +184,25 @@ async def run_step(batcher: Batcher, step: Step, validate_only: bool, salted: Sa
                 return StepResult.skipped(step, "not validated: partition reassignment has no validate-only mode")
             return StepResult.deferred(step)
     raise TypeError(step)
+
+
+async def validate_quotas(batcher: Batcher, plan: Plan) -> Plan:
+    """`plan` with a problem on each resource whose quota alteration the brokers refuse, asked by one
+    validate-only AlterClientQuotas (nothing changes): what `kafkaops plan` shows before any apply."""
+    items = [(i, step) for i, r in enumerate(plan.resources) if r.problem is None
+             for step in r.steps if isinstance(step, AlterQuotas)]
+    if not items:
+        return plan
+    try:
+        answers: list[Any] = await batcher.alter_client_quotas_each((s.alteration for _, s in items), validate_only=True)
+    except KafkaOpsError as exc:
+        answers = [exc] * len(items)
+    resources = list(plan.resources)
+    for (i, step), answer in zip(items, answers):
+        result = step_result(step, answer)
+        if result.problem is not None and resources[i].problem is None:
+            resources[i] = replace(resources[i], problem=result.problem)
+    return replace(plan, resources=tuple(resources))
 
 
 def _interrupted(step: Step) -> Problem:

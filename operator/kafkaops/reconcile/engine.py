@@ -31,7 +31,7 @@ from kafkaops.reconcile.actions import (
     ResourcePlan,
     problem_from_exception,
 )
-from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans
+from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans, validate_quotas
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observe import ObserveScope, observe
@@ -69,6 +69,9 @@ class RunOptions:
     # per-resource reconciles read only their own topics.
     all_topics: bool = True
     protected_topics: str = DEFAULT_PROTECTED_TOPICS
+    # Ask the brokers (one validate-only AlterClientQuotas) whether the planned quota changes are
+    # acceptable, so that a refused one is a problem of the plan (the CLI's plan and apply).
+    validate_quotas: bool = False
 
     @property
     def plan_options(self) -> PlanOptions:
@@ -129,6 +132,8 @@ class Engine:
             made = await asyncio.to_thread(plan, desired, observed, ownership, options.plan_options, self.cluster)
         else:
             made = plan(desired, observed, ownership, options.plan_options, self.cluster)
+        if options.validate_quotas:
+            made = await validate_quotas(self.batcher, made)
         throttle = desired.cluster.spec.replication_throttle if desired.cluster is not None else None
         return Planned(made, observed, ownership, key, _sent(before, self._requests()), throttle)
 
