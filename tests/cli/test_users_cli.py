@@ -137,3 +137,23 @@ def test_env_names_and_file_reading() -> None:
     assert env_name("orders-app.creds", "password") == "KAFKAOPS_SECRET_ORDERS_APP_CREDS_PASSWORD"
     assert read_password("s", "k", None, {"KAFKAOPS_SECRET_S_K": "x"}).reveal() == "x"
     assert read_password("s", "k", None, {}) is None
+
+
+def test_passwords_read_are_scrubbed_from_log_records(tmp_path: Path) -> None:
+    import logging
+
+    from kafkaops.cli.passwords import read_passwords
+    from kafkaops.kafka.security.redaction import install_redaction
+    from kafkaops.resources import KafkaUser, load_text, validate_load
+
+    text = yaml.safe_dump_all(manifests("127.0.0.1:9092"), sort_keys=False)
+    users = [r for r in validate_load(load_text(text)).valid if isinstance(r, KafkaUser)]
+    found = read_passwords(users, secrets_dir(tmp_path, "scrub-Me-4410"), {})
+    assert [u for u in found] == ["alice"] and repr(found["alice"]) == "Secret('***')"
+    before = logging.getLogRecordFactory()
+    install_redaction()
+    try:
+        record = logging.getLogRecordFactory()("t", logging.INFO, __file__, 1, "oops %s", ("scrub-Me-4410",), None)
+        assert record.getMessage() == "oops ***"
+    finally:
+        logging.setLogRecordFactory(before)

@@ -13,7 +13,7 @@ default metadata.name; key `password`). The CLI reads that Secret's key as Kuber
 
 A password found nowhere is not an error here: the plan keeps the user's existing credential, or
 reports PasswordUnavailable when there is none (the operator generates such passwords; the CLI never
-does). Passwords are wrapped in `Secret` at once (prints as ***).
+does). Passwords are wrapped in `Secret` at once (prints as ***) and handed to the log redaction.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kafkaops.kafka.security import Secret
+from kafkaops.kafka.security.settings import hold_secrets
 from kafkaops.resources.users import KafkaUser
 
 ENV_PREFIX = "KAFKAOPS_SECRET_"
@@ -64,6 +65,7 @@ def read_passwords(users: Iterable[KafkaUser], secrets_dir: str | Path | None,
         if auth is not None and (password := read_password(auth.secret_name, auth.password_key, secrets_dir,
                                                            environ)) is not None:
             found[user.user_name] = password
+    hold_secrets(found.values())  # scrubbed from every log record of this process (install_redaction)
     return found
 
 
