@@ -82,6 +82,8 @@ def test_plan_apply_rotate_export_round_trip(tmp_path: Path) -> None:  # noqa: P
         assert again.code == 0, again
 
         rotated = str(secrets_dir(tmp_path, ROTATED))
+        as_json = run_kafkaops("plan", "-f", str(files), "--secrets-dir", rotated, "-o", "json", tmp=tmp_path, env=env)
+        assert as_json.code == 2 and '"credential.SCRAM-SHA-512.password"' in as_json.stdout, as_json
         cluster.clear_requests()
         rotation = run_kafkaops("apply", "-f", str(files), "--secrets-dir", rotated, "--yes", tmp=tmp_path, env=env)
         assert rotation.code == 0, rotation
@@ -105,7 +107,7 @@ def test_plan_apply_rotate_export_round_trip(tmp_path: Path) -> None:  # noqa: P
         round_trip = run_kafkaops("plan", "-f", str(tmp_path / "export"), "--no-state", tmp=tmp_path)
         assert round_trip.code == 0, round_trip
         state = (tmp_path / "state.json").read_text()
-    everything = [r.stdout + r.stderr for r in (planned, applied, again, rotation, exported, round_trip)]
+    everything = [r.stdout + r.stderr for r in (planned, applied, again, as_json, rotation, exported, round_trip)]
     no_secret_in(*everything, users_yaml, state)
 
 
