@@ -27,7 +27,7 @@ from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretRe
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
-from kafkaops.reconcile.reassign import ReassignmentRun
+from kafkaops.reconcile.reassign.manager import ReassignmentManager
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 
 ClusterKey = tuple[str | None, str]  # (namespace, name)
@@ -92,14 +92,6 @@ class DeletionGate:
 
 
 @dataclass
-class ActiveRun:
-    """A reassignment started for one KafkaTopic: the run and the target it moves to."""
-
-    run: ReassignmentRun
-    targets: Mapping[Any, tuple[int, ...]]
-
-
-@dataclass
 class ClusterContext:
     key: ClusterKey
     model: KafkaCluster
@@ -110,8 +102,9 @@ class ClusterContext:
     description: Mapping[str, Any] = field(default_factory=dict)
     gate: DeletionGate | None = None
     files: TlsFiles = field(default_factory=TlsFiles)
-    # partition reassignments running in the background, by topic (a handler must not wait hours)
-    runs: dict[str, ActiveRun] = field(default_factory=dict)
+    # the cluster's partition reassignments, run in the background and followed by topic (a handler
+    # must not wait hours); the engine uses the same one
+    reassignments: ReassignmentManager | None = None
     last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
     state: Connection = Connection.CONNECTING
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # the first connection attempt answered
@@ -127,12 +120,11 @@ class ClusterContext:
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
-        for active in self.runs.values():  # moves go on in Kafka; the throttle record stays in status
-            active.run.task.cancel()
-        self.runs.clear()
+        if self.reassignments is not None:  # moves go on in Kafka; the throttle record stays in status
+            self.reassignments.abandon()
         if self.admin is not None:
             await self.admin.close()
-        self.admin = self.engine = None
+        self.admin = self.engine = self.reassignments = None
         self.files.remove()
 
 
@@ -234,7 +226,9 @@ class Clusters:
                 settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
                                                  **dict(self.settings.client_overrides))
                 context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
-                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name)
+                context.reassignments = ReassignmentManager(context.admin, context.store, cluster=cluster.name)
+                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name,
+                                        reassignments=context.reassignments)
             context.description = await describe(context.admin)
         except CredentialsError as exc:
             return Problem(CREDENTIALS_INVALID, str(exc))
