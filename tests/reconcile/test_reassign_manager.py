@@ -15,8 +15,10 @@ from kafkaops.reconcile.reassign import (
     ReassignmentManager,
     ReassignmentState,
     ThrottleRecord,
+    run_reassignment,
     throttle_owner,
 )
+from kafkaops.testing.fake import FaultDouble
 from test_reassign import FAST, MIB, RATE, THROTTLED, Driver, admin, assignment, three, throttle_overrides
 
 __all__ = ["admin", "three"]  # fixtures
@@ -86,3 +88,26 @@ async def test_a_leftover_that_cannot_be_removed_is_kept_and_logged(three, admin
     [record] = [r for r in caplog.records if r.name == "kafkaops.reconcile.reassign.manager"]
     assert "cluster dev" in record.getMessage() and "orders" in record.getMessage()
     assert "broker 99" in record.getMessage()
+
+
+async def test_a_cancelled_run_that_cannot_remove_its_throttle_says_so(three, admin, caplog):
+    """No record kept anywhere (no store entry is read back, no persist): the run removes its throttle
+    itself on the way out; when Kafka refuses, the log says which cluster, which topics and why."""
+    three.create_topic("orders", assignments=[[1], [2], [3]])
+    three.set_partition_size("orders", 5 * MIB)
+    moving = asyncio.Event()
+    plans, _ = await ReassignmentManager(admin, MemoryOwnershipStore(), FAST).plan(
+        [("orders", ChangeReplicas("orders", None, 2))])
+    task = asyncio.create_task(run_reassignment(admin, plans["orders"], THROTTLED, Driver(
+        three, lambda p: p.state is ReassignmentState.MOVING and moving.set())))
+    await moving.wait()
+    three.inject(FaultDouble.not_controller(count=None, api_keys=[44]))  # IncrementalAlterConfigs refused
+    with caplog.at_level(logging.WARNING, logger="kafkaops.reconcile.reassign.run"):
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    [record] = [r for r in caplog.records if r.name == "kafkaops.reconcile.reassign.run"]
+    message = record.getMessage()
+    assert "reassignment of orders" in message and "cancelled" in message and "NOT_CONTROLLER" in message, message
+    three.clear_faults()
+    assert (await throttle_overrides(admin, three, "orders"))[("orders", "leader.replication.throttled.replicas")]

@@ -58,7 +58,8 @@ through the Batcher).
 
 Modules: `manager.py` (`ReassignmentManager`, `ActiveRun`, `THROTTLE_OWNER`), `plan.py` (settings, `plan_change`, `MoveBudget`, problem reasons), `throttle.py`
 (`ThrottleRecord`, `set_throttles`, `cleanup_throttles`), `progress.py` (`ReassignmentProgress`),
-`run.py` (`start`, `run_reassignment`, `ReassignmentRun`, `cancel`, `detect_external`). Every
+`run.py` (`start`, `run_reassignment`, `ReassignmentRun`), `cancel.py` (`cancel`, `detect_external`,
+`in_flight_target`). Every
 public name is importable from `kafkaops.reconcile.reassign`.
 
 Errors come back as `Problem`s (`ReassignmentProgress.problem`, `.failed`); only
@@ -106,12 +107,10 @@ from kafkaops.reconcile.reassign.manager import (
     interrupted_moves,
     throttle_owner,
 )
+from kafkaops.reconcile.reassign.cancel import cancel, detect_external, in_flight_target
 from kafkaops.reconcile.reassign.run import (
     MAX_FAILED_ROUNDS,
     ReassignmentRun,
-    cancel,
-    detect_external,
-    in_flight_target,
     run_reassignment,
     start,
 )

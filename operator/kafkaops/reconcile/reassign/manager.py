@@ -129,7 +129,7 @@ class ReassignmentManager:
                     await result
 
         run = start(self.admin, plan, settings, on_progress or self.on_progress, persist_throttle=remember,
-                    budget=self.budget)
+                    budget=self.budget, label=f"cluster {self.cluster}" if self.cluster else "")
         self._running.add(owner)  # its throttle is in use: never "leftover" while it runs
         run.task.add_done_callback(lambda _task: self._running.discard(owner))
         if follow is not None:
