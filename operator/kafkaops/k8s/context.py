@@ -28,6 +28,7 @@ from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
 from kafkaops.reconcile.reassign.manager import ReassignmentManager
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 
 ClusterKey = tuple[str | None, str]  # (namespace, name)
@@ -49,7 +50,8 @@ class Connection(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class OperatorSettings:
-    """The operator's knobs; client overrides go to every cluster's ClientSettings."""
+    """The operator's knobs. `client_overrides`: settings by name for every cluster, the admin
+    client's (ClientSettings) and the engine's (EngineSettings: wait_timeout, wait_poll_*) alike."""
 
     client_overrides: Mapping[str, Any] = field(default_factory=dict)
     retry_delay: float = 15.0  # seconds before a retriable failure is retried
@@ -223,12 +225,13 @@ class Clusters:
         try:
             if context.admin is None:
                 security = await security_for(cluster, self.reader, context.files) if self.reader else None
-                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
-                                                 **dict(self.settings.client_overrides))
+                engine_settings, overrides = EngineSettings.split(self.settings.client_overrides)
+                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security, **overrides)
                 context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
-                context.reassignments = ReassignmentManager(context.admin, context.store, cluster=cluster.name)
+                context.reassignments = ReassignmentManager(context.admin, context.store,
+                                                            engine_settings.reassignment_settings, cluster=cluster.name)
                 context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name,
-                                        reassignments=context.reassignments)
+                                        reassignments=context.reassignments, settings=engine_settings)
             context.description = await describe(context.admin)
         except CredentialsError as exc:
             return Problem(CREDENTIALS_INVALID, str(exc))

@@ -1,6 +1,6 @@
 """The engine: observe -> plan -> apply -> wait -> an outcome per resource.
 
-    engine = Engine(batcher, ownership=FileOwnershipStore(path), cluster="prod")
+    engine = Engine(batcher, ownership=FileOwnershipStore(path), cluster="prod", settings=EngineSettings())
     planned = await engine.plan(desired, RunOptions(prune=True))   # read-only
     report = await engine.apply(planned, RunOptions(prune=True))    # changes Kafka
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkaops.kafka import AlterOp, Batcher
 from kafkaops.reconcile.actions import (
@@ -35,6 +35,7 @@ from kafkaops.reconcile.outcome import Outcome, Report, State
 from kafkaops.reconcile.ownership import NoOwnershipStore, Ownership, OwnershipStore, fingerprint
 from kafkaops.reconcile.reassign import ProgressCallback, ReassignmentSettings
 from kafkaops.reconcile.reassign.manager import THROTTLE_OWNER, ReassignmentManager, interrupted_moves
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.reconcile.stopping import unless_stopped, until_stopped
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
 from kafkaops.resources.documents import Source
@@ -80,13 +81,16 @@ class Engine:
     def __init__(self, batcher: Batcher, *, ownership: OwnershipStore | None = None, cluster: str = "",
                  reassignment: ReassignmentSettings | None = None,
                  on_reassignment: ProgressCallback | None = None,
-                 reassignments: ReassignmentManager | None = None) -> None:
+                 reassignments: ReassignmentManager | None = None, settings: EngineSettings | None = None) -> None:
         self.batcher = batcher
         self.store: OwnershipStore = ownership or NoOwnershipStore()
         self.cluster = cluster
+        self.settings = settings or EngineSettings()
+        if reassignment is not None:
+            self.settings = replace(self.settings, reassignment=reassignment)
         # the cluster's one owner of partition reassignments (the operator's context passes its own)
         self.reassignments = reassignments or ReassignmentManager(
-            batcher.admin, self.store, reassignment, cluster=cluster, on_progress=on_reassignment)
+            batcher.admin, self.store, self.settings.reassignment_settings, cluster=cluster, on_progress=on_reassignment)
 
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
@@ -127,7 +131,8 @@ class Engine:
                                     stop=stop)
         waited: dict = {}
         if options.wait and not options.validate_only:
-            waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+            waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None},
+                               settings=self.settings)
             waited = await unless_stopped(waiting, stop) or {}
         if not options.validate_only and not options.defer_replica_changes:
             moved = await self._change_replicas(planned, applied, stop)

@@ -64,8 +64,8 @@ class ReassignmentManager:
         self.admin = admin
         self.store = store
         self.cluster = cluster
-        # progress is polled like completion, at the client's slowest polling pace
-        self.settings = settings or ReassignmentSettings(poll_interval=admin.settings.wait_poll_max)
+        # the Engine passes EngineSettings.reassignment_settings: progress polled like completion
+        self.settings = settings or ReassignmentSettings()
         self.on_progress = on_progress
         # one bound on partitions moving at once, shared by every run of this cluster
         self.budget = MoveBudget(self.settings.max_partitions_moving)
