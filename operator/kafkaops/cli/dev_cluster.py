@@ -66,6 +66,16 @@ async def _serve(cluster: FakeClusterDouble, control_port: int | None) -> None:
     click.echo("fake Kafka cluster stopped", err=True)
 
 
+def _sasl_users(param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    users: dict[str, str] = {}
+    for value in values:
+        name, colon, password = value.partition(":")
+        if not name or not colon or not password:
+            raise click.BadParameter("expected NAME:PASSWORD (both non-empty)", param=param)
+        users[name] = password
+    return users
+
+
 def cluster_seed(port: int) -> int:
     """Each dev cluster gets its own cluster id (and placement): derived from its first port, so the
     same command gives the same id again; random with --port 0. Snapshots of two clusters then
@@ -86,20 +96,27 @@ def cluster_seed(port: int) -> int:
 @click.option("--no-acls", is_flag=True, help="No authorizer (ACL calls: SECURITY_DISABLED).")
 @click.option("--control-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
               default=None, metavar="PORT", help="Serve fault hooks over HTTP (docs/reliability.md); 0: free port.")
+@click.option("--sasl-user", "sasl_users", multiple=True, callback=lambda c, p, v: _sasl_users(p, v),
+              envvar="KAFKAOPS_DEV_SASL_USERS", metavar="NAME:PASSWORD",
+              help="Require SASL (SCRAM-SHA-256/512, PLAIN) on every listener; repeatable, or "
+              "$KAFKAOPS_DEV_SASL_USERS (space-separated: keeps passwords out of `ps`). Rotate with "
+              "the control endpoint (PUT /users/NAME).")
 def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
-                no_acls: bool, control_port: int | None) -> None:
+                no_acls: bool, control_port: int | None, sasl_users: dict[str, str]) -> None:
     """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
 
     \b
     Examples:
       kafkaops dev-cluster &                    # 3 brokers on 127.0.0.1:19092-19094
       kafkaops dev-cluster --brokers 9 --port 0 --racks a,b,c --first-broker-id 0
+      KAFKAOPS_DEV_SASL_USERS=ops:s3cret kafkaops dev-cluster   # SASL on every listener
 
     Prints the bootstrap servers first (one line on stdout; then the control URL with
     --control-port). Each cluster has its own cluster id, derived from --port (random with --port 0).
     """
     require_test_doubles("dev-cluster")
     from kafkaops.testing.fake_cluster import FakeClusterDouble
+    from kafkaops.testing.sasl_double import SaslServerDouble
 
     cluster = FakeClusterDouble(
         brokers,
@@ -110,6 +127,7 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
         seed=cluster_seed(port),
         tick_interval=tick_interval or None,
         acls_enabled=not no_acls,
+        sasl=SaslServerDouble(sasl_users, mechanisms=("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")) if sasl_users else None,
     )
     try:
         asyncio.run(_serve(cluster, control_port))

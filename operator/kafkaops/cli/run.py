@@ -42,12 +42,14 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
               help="Retry throttled/timed-out work after [15s].")
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
+@click.option("--deletion-window", type=click.FloatRange(min=1.0), default=300.0, metavar="SEC",
+              help="maxDeletionsPerReconcile counts topic deletions within this window [300s].")
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
         priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
-        peering_lifetime: float, log_format: str, verbose: bool) -> None:
+        peering_lifetime: float, deletion_window: float, log_format: str, verbose: bool) -> None:
     """Run the Kubernetes operator (in-cluster service account, else KUBECONFIG).
 
     \b
@@ -73,7 +75,8 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
     memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None,
-                                                                peering_lifetime=peering_lifetime))
+                                                                peering_lifetime=peering_lifetime,
+                                                                deletion_window=deletion_window))
     kopf.run(
         clusterwide=clusterwide,
         namespaces=list(namespaces),

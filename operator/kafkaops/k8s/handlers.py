@@ -77,7 +77,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
         api = KubernetesApi()
         catalog = IndexCatalog()
         memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), catalog, Metrics(),
-                                                    status_writer=api.patch_status, event_poster=_post), catalog)
+                                                    status_writer=api.patch_status, event_poster=_post,
+                                                    annotator=api.annotate), catalog)
     state = _state(memo)
     port = state.reconciler.clusters.settings.metrics_port
     if port:

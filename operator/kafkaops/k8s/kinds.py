@@ -17,6 +17,8 @@ PAUSED = "kafkaops.io/paused"
 MANAGED = "kafkaops.io/managed"
 CONFIRM_DELETIONS = "kafkaops.io/confirm-deletions"
 FINALIZER = "kafkaops.io/finalizer"
+# set by the resync on a resource being deleted whose deletion kopf dropped: the event runs it again
+NUDGE = "kafkaops.io/nudge"
 
 ClaimKey = tuple[str, str | None, str, str]  # (what, cluster namespace, cluster name, claimed name)
 

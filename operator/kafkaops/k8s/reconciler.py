@@ -26,6 +26,7 @@ from typing import Any
 from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.drift import Resync
 from kafkaops.k8s.context import (
+    AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
     CLUSTER_NOT_READY,
     CONNECTION_LOST,
@@ -33,7 +34,10 @@ from kafkaops.k8s.context import (
     ClusterKey,
     Clusters,
     Connection,
+    deletion_times,
+    recorded_deletions,
 )
+from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.kinds import (
     CLAIMED,
     PLURALS,
@@ -66,7 +70,7 @@ from kafkaops.k8s.status import (
     unchanged,
 )
 from kafkaops.k8s.waiting import WaitingRoom
-from kafkaops.kafka.errors import KafkaConnectionError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
 from kafkaops.reconcile.reassign import ReassignmentProgress
@@ -97,6 +101,7 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
 EventPoster = Callable[[Mapping[str, Any], EventNote], None]
+Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plural, namespace, name, annotations
 CLUSTER_PLURAL = "kafkaclusters"
 
 
@@ -108,10 +113,11 @@ class Reconciler(Resync):
     now: Callable[[], str] = utc_now
     status_writer: StatusWriter | None = None  # writes outside a handler: waiting room, outages, throttle record
     event_poster: EventPoster | None = None
+    annotator: Annotator | None = None  # the resync's nudge of a deletion kopf dropped (drift.py)
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
-    _lagging: dict[str, int] = field(default_factory=dict, repr=False)  # drift.py's safety net
+    _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -156,8 +162,12 @@ class Reconciler(Resync):
             return context, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name}: {problem.reason}: {problem.message}")
         return context, None
 
-    def _connection_lost(self, body: Mapping[str, Any], context: ClusterContext, exc: BaseException) -> Result:
-        self.clusters.mark_down(context, exc)
+    def _connection_lost(self, body: Mapping[str, Any], context: ClusterContext, exc: BaseException,
+                         reason: str | None = None) -> Result:
+        if reason is None:
+            self.clusters.mark_down(context, exc)
+        else:
+            self.clusters.mark_down(context, exc, reason)
         return self._wait(body, context.key, CLUSTER_NOT_READY, f"KafkaCluster {context.key[0]}/{context.key[1]}: {exc}")
 
     async def _gate(self, body: Mapping[str, Any], claims: Iterable[Claim]) -> tuple[Any, ClusterContext | None, Result | None]:
@@ -267,9 +277,11 @@ class Reconciler(Resync):
             report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
+        except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
+            return self._connection_lost(body, context, exc, AUTHENTICATION_FAILED)
         outcome = next(o for o in report.outcomes if o.source == model.source)
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
-            return self._connection_lost(body, context, ConnectionError(outcome.problem.message))
+            return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         if outcome.ok and report.deferred.get(model.source):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
@@ -372,23 +384,32 @@ class Reconciler(Resync):
                 # kopf calls again soon; each call waits up to cluster_wait for the cluster to connect
                 return replace(self._result(body, verdict), retry_after=1.0)
             assert context is not None and context.engine is not None and context.gate is not None
-            if isinstance(model, KafkaTopic) and not context.gate.admit(mine.uid):
-                message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on KafkaCluster "
-                           f"{context.model.name}: paused until a person annotates the KafkaCluster with "
-                           "kafkaops.io/confirm-deletions=true")
-                return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+            if isinstance(model, KafkaTopic):
+                context.gate.merge(recorded_deletions(cluster_body))
+                if not context.gate.admit(mine.uid):
+                    message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on "
+                               f"KafkaCluster {context.model.name}: paused until a person annotates the KafkaCluster "
+                               "with kafkaops.io/confirm-deletions=true")
+                    return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+                if not await self._record_deletions(context):
+                    return replace(self._result(body, Verdict(
+                        Phase.RECONCILING, "DeletionNotRecorded", "the KafkaCluster's status did not take the deletion "
+                        "record (the cap must hold across restarts): retrying")), retry_after=2.0)
             try:
                 planned = await context.engine.plan_removal(model)
                 report = await context.engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
+            except AuthenticationFailed as exc:
+                return replace(self._connection_lost(body, context, exc, AUTHENTICATION_FAILED), waits_for=None,
+                               retry_after=1.0)
         outcome = report.outcomes[0]
         if outcome.ok:
             self._locks.pop(uid, None)
             self._models.pop(uid, None)
             return Result(release=True, event=EventNote("Normal", "Deleted", f"{model.kind} deleted in Kafka"))
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
-            self.clusters.mark_down(context, ConnectionError(outcome.problem.message))
+            self.clusters.mark_down(context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         verdict = Verdict.of(outcome)
         return self._result(body, verdict if verdict.phase is Phase.RECONCILING else
                             Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
@@ -511,8 +532,25 @@ class Reconciler(Resync):
                        "annotate kafkaops.io/managed=false to let it go now (they are then released without "
                        "touching Kafka)")
             return replace(self._result(body, Verdict(Phase.RECONCILING, "ResourcesRemain", message)), retry_after=2.0)
+        checked = check_custom_resource(body)
+        names = secret_names(checked.resource) if isinstance(checked.resource, KafkaCluster) else set()
         await self.clusters.close(key)
+        await self.clusters.release_secrets(key[0], names)  # the namespace's deletion may now finish
         return Result(release=True)
+
+    async def _record_deletions(self, context: ClusterContext) -> bool:
+        """Write the deletions admitted within the window to the KafkaCluster's status, before the
+        deletion is sent: a restarted or another replica merges them (the cap holds across processes)."""
+        if self.status_writer is None or context.gate is None:
+            return True
+        try:
+            await self.status_writer(CLUSTER_PLURAL, context.key[0], context.key[1],
+                                     {"recentTopicDeletions": deletion_times(context.gate.recent())})
+        except Exception:  # noqa: BLE001 - the API refused after retries: no deletion without a record
+            log.warning("KafkaCluster %s/%s: recording a topic deletion failed; the deletion waits", *context.key,
+                        exc_info=True)
+            return False
+        return True
 
     def confirm_deletions(self, body: Mapping[str, Any]) -> bool:
         metadata = body.get("metadata") or {}

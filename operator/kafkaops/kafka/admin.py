@@ -23,6 +23,7 @@ already reached).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -84,6 +85,12 @@ class AdminClient:
     def __repr__(self) -> str:
         hosts = ",".join(f"{h}:{p}" for h, p in self.settings.bootstrap)
         return f"AdminClient(bootstrap={hosts!r}, protocol={self.settings.security.protocol})"
+
+    def use_security(self, security: SecuritySettings) -> None:
+        """Credentials for connections opened from now on (a rotated password). Open connections
+        stay as they are: they authenticated already."""
+        self.settings = dataclasses.replace(self.settings, security=security)
+        self._pool.use_settings(self.settings)
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -86,6 +86,16 @@ class SaslServerDouble:
         """State for one new connection."""
         return SaslSessionDouble(self)
 
+    def set_password(self, username: str, password: str | None) -> None:
+        """Add, change (a rotation: new logins need the new one) or, with None, remove a user.
+        Connections already authenticated stay so, as in Kafka without KIP-368 re-authentication."""
+        if password is None:
+            self.users.pop(username, None)
+        else:
+            self.users[username] = password
+        for key in [k for k in self._scram_credentials if k[1] == username]:
+            del self._scram_credentials[key]
+
     def check_password(self, username: str, password: str) -> bool:
         expected = self.users.get(username)
         if expected is None:

@@ -217,6 +217,11 @@ class FakeClusterDouble:
         self._listeners = {b.node_id: _Listener(b.node_id) for b in members}
         self._ticker: asyncio.Task[None] | None = None
 
+    @property
+    def sasl(self) -> SaslServerLike | None:
+        """The SASL gate of every connection (None: plaintext without authentication)."""
+        return self._sasl
+
     # ------------------------------------------------------------- lifecycle
     async def start(self) -> FakeClusterDouble:
         for broker in self.state.brokers.values():

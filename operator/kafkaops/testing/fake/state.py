@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import random
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -162,6 +163,7 @@ class ClusterStateDouble:
         # per topic name: how often it was created, deleted, and how often a create met TOPIC_ALREADY_EXISTS
         self.created: Counter[str] = Counter()
         self.deleted: Counter[str] = Counter()
+        self.deletion_times: list[tuple[float, str]] = []  # (wall-clock time, topic) of each deletion
         self.already_exists: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- brokers
@@ -265,6 +267,7 @@ class ClusterStateDouble:
     def remove_topic(self, name: str) -> TopicDouble:
         topic = self.topics.pop(name)
         self.deleted[name] += 1
+        self.deletion_times.append((time.time(), name))
         del self.topic_ids[topic.topic_id]
         self._collisions.pop(collision_key(name), None)
         for partition in topic.partitions:
