@@ -423,5 +423,5 @@ async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(re
         assert "left alone (outside-0)" in message and condition(seen[-1], "Stalled")["status"] == "False"
         moving = await admin.list_partition_reassignments()
         assert moving[TopicPartition("outside", 0)].adding == (elsewhere,)  # its target, not ours
-        reconciler.clusters.contexts()[0].reassignments.active("outside").run.revert()  # stop ours; theirs goes on
+        assert reconciler.clusters.contexts()[0].reassignments.revert("outside")  # stop ours; theirs goes on
         await reconciler.clusters.contexts()[0].reassignments.active("outside").run.wait()

@@ -111,3 +111,21 @@ async def test_a_cancelled_run_that_cannot_remove_its_throttle_says_so(three, ad
     assert "reassignment of orders" in message and "cancelled" in message and "NOT_CONTROLLER" in message, message
     three.clear_faults()
     assert (await throttle_overrides(admin, three, "orders"))[("orders", "leader.replication.throttled.replicas")]
+
+
+async def test_revert_cancels_a_followed_run_by_name(three, admin):
+    three.create_topic("orders", assignments=[[1], [2], [3], [1]])
+    three.set_partition_size("orders", 5 * MIB)
+    moving = asyncio.Event()
+    manager = ReassignmentManager(admin, MemoryOwnershipStore(), THROTTLED, on_progress=Driver(
+        three, lambda p: p.state is ReassignmentState.MOVING and p.moving and moving.set()))
+    plans, _ = await manager.plan([("orders", ChangeReplicas("orders", None, 3))])
+    run = manager.start(KEY, plans["orders"], follow="orders")
+    await moving.wait()
+    assert not manager.revert("payments"), "no run of that name"
+    assert manager.revert("orders")
+    final = await run.wait()
+    assert final.state is ReassignmentState.CANCELLED and final.cancelled, final.message
+    assert not three.state.reassignments, "the partitions in flight went back"
+    assert await throttle_overrides(admin, three, "orders") == {}
+    assert manager.active("orders").run is run, "followed until the caller forgets it"

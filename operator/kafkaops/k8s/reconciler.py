@@ -336,7 +336,7 @@ class Reconciler(Resync):
                                     {"reassignment": reassignment_status(progress)})
             return None
         if not still_wanted(model, active):
-            active.run.revert()
+            context.reassignments.revert(model.topic_name)
             return self._moving(body, progress, "the spec changed: cancelling the partitions still moving")
         return self._moving(body, progress)
 

@@ -162,6 +162,14 @@ class ReassignmentManager:
         """Stop following a finished run."""
         self._active.pop(name, None)
 
+    def revert(self, name: str) -> bool:
+        """Cancel the followed run `name` (its partitions in flight go back, nothing more starts);
+        False when no run of that name is followed. Follow it on to its end (`active`)."""
+        active = self._active.get(name)
+        if active is not None:
+            active.run.revert()
+        return active is not None
+
     @property
     def followed(self) -> dict[str, ActiveRun]:
         return dict(self._active)
