@@ -387,7 +387,7 @@ async def test_an_operator_restarted_mid_reassignment_resumes_it_and_cleans_the_
             if await admin.list_partition_reassignments():
                 break
             await asyncio.sleep(0.02)
-        context.runs["resume"].run.task.cancel()  # the operator dies: Kafka keeps moving, the throttle stays
+        context.reassignments.active("resume").run.task.cancel()  # the operator dies: Kafka keeps moving, the throttle stays
         await asyncio.sleep(0.05)
         assert await admin.list_partition_reassignments()  # still moving without us
 
@@ -425,8 +425,8 @@ async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(re
         assert "left alone (outside-0)" in message and condition(seen[-1], "Stalled")["status"] == "False"
         moving = await admin.list_partition_reassignments()
         assert moving[TopicPartition("outside", 0)].adding == (elsewhere,)  # its target, not ours
-        reconciler.clusters.contexts()[0].runs["outside"].run.revert()  # stop ours; theirs goes on
-        await reconciler.clusters.contexts()[0].runs["outside"].run.wait()
+        assert reconciler.clusters.contexts()[0].reassignments.revert("outside")  # stop ours; theirs goes on
+        await reconciler.clusters.contexts()[0].reassignments.active("outside").run.wait()
 
 
 @pytest.mark.parametrize("create_topics_version", [7, 6])

@@ -8,14 +8,15 @@ from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.kafka.apis import Api
 from kafkaops.reconcile import Engine, RunOptions, State
 from kafkaops.reconcile.actions import CreateAcls, CreateTopic, StepState
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 from engine_helpers import desired, kafka_acl, topic
 
 
 async def _reconcile(cluster: FakeClusterDouble, *docs, **options):
-    async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
-        engine = Engine(Batcher(admin, linger=0.0), cluster="dev")
+    async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:
+        engine = Engine(Batcher(admin, linger=0.0), cluster="dev", settings=EngineSettings(wait_poll_min=0.01))
         report = await engine.reconcile(desired(*docs), RunOptions(all_topics=False, **options))
         meta = await admin.metadata(None)
         return {o.name: o for o in report.outcomes}, meta
@@ -46,8 +47,8 @@ async def test_create_topics_v6_answer_has_no_topic_id() -> None:
 
 async def test_failed_step_carries_the_kafka_error() -> None:
     async with FakeClusterDouble(brokers=3, tick_interval=None) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
-            engine = Engine(Batcher(admin, linger=0.0), cluster="dev")
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:
+            engine = Engine(Batcher(admin, linger=0.0), cluster="dev", settings=EngineSettings(wait_poll_min=0.01))
             planned = await engine.plan(desired(topic("late", 1, 1), topic("fine", 1, 1)), RunOptions(all_topics=False))
             await admin.create_topics([NewTopic("late", 2, 1, {})])  # created behind our back
             report = await engine.apply(planned, RunOptions(all_topics=False))

@@ -35,7 +35,8 @@ from kafkaops.k8s.secrets import (
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
-from kafkaops.reconcile.reassign import ReassignmentRun
+from kafkaops.reconcile.reassign.manager import ReassignmentManager
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 
 ClusterKey = tuple[str | None, str]  # (namespace, name)
@@ -59,7 +60,8 @@ class Connection(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class OperatorSettings:
-    """The operator's knobs; client overrides go to every cluster's ClientSettings."""
+    """The operator's knobs. `client_overrides`: settings by name for every cluster, the admin
+    client's (ClientSettings) and the engine's (EngineSettings: wait_timeout, wait_poll_*) alike."""
 
     client_overrides: Mapping[str, Any] = field(default_factory=dict)
     retry_delay: float = 15.0  # seconds before a retriable failure is retried
@@ -130,14 +132,6 @@ def deletion_times(times: Iterable[float]) -> list[str]:
 
 
 @dataclass
-class ActiveRun:
-    """A reassignment started for one KafkaTopic: the run and the target it moves to."""
-
-    run: ReassignmentRun
-    targets: Mapping[Any, tuple[int, ...]]
-
-
-@dataclass
 class ClusterContext:
     key: ClusterKey
     model: KafkaCluster
@@ -148,8 +142,9 @@ class ClusterContext:
     description: Mapping[str, Any] = field(default_factory=dict)
     gate: DeletionGate | None = None
     files: TlsFiles = field(default_factory=TlsFiles)
-    # partition reassignments running in the background, by topic (a handler must not wait hours)
-    runs: dict[str, ActiveRun] = field(default_factory=dict)
+    # the cluster's partition reassignments, run in the background and followed by topic (a handler
+    # must not wait hours); the engine uses the same one
+    reassignments: ReassignmentManager | None = None
     guarded: set[tuple[str, bool]] = field(default_factory=set)  # Secrets protected (True) or not protectable
     last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
     state: Connection = Connection.CONNECTING
@@ -166,12 +161,11 @@ class ClusterContext:
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
-        for active in self.runs.values():  # moves go on in Kafka; the throttle record stays in status
-            active.run.task.cancel()
-        self.runs.clear()
+        if self.reassignments is not None:  # moves go on in Kafka; the throttle record stays in status
+            self.reassignments.abandon()
         if self.admin is not None:
             await self.admin.close()
-        self.admin = self.engine = None
+        self.admin = self.engine = self.reassignments = None
         self.files.remove()
 
 
@@ -282,10 +276,13 @@ class Clusters:
             if context.admin is None:
                 security = await security_for(cluster, self.reader, context.files) if self.reader else None
                 await self.protect_secrets(context)
-                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
-                                                 **dict(self.settings.client_overrides))
+                engine_settings, overrides = EngineSettings.split(self.settings.client_overrides)
+                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security, **overrides)
                 context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
-                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name)
+                context.reassignments = ReassignmentManager(context.admin, context.store,
+                                                            engine_settings.reassignment_settings, cluster=cluster.name)
+                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name,
+                                        reassignments=context.reassignments, settings=engine_settings)
             context.description = await describe(context.admin)
         except CredentialsError as exc:
             return Problem(CREDENTIALS_INVALID, str(exc))

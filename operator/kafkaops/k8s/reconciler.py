@@ -30,7 +30,6 @@ from kafkaops.k8s.context import (
     CLUSTER_NOT_FOUND,
     CLUSTER_NOT_READY,
     CONNECTION_LOST,
-    ActiveRun,
     ClusterContext,
     ClusterKey,
     Clusters,
@@ -78,6 +77,7 @@ from kafkaops.reconcile.actions import ChangeReplicas
 from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.kinds import KAFKA_TOPIC
+from kafkaops.reconcile.reassign.manager import ActiveRun
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
@@ -268,7 +268,7 @@ class Reconciler(Resync):
         extra: dict[str, Any] = {}
         if isinstance(model, KafkaTopic):
             seed_throttle(context, model, body)
-            active = context.runs.get(model.topic_name)
+            active = context.reassignments.active(model.topic_name) if context.reassignments else None
             if active is not None:
                 following = await self._follow_run(body, context, model, active)
                 if following is not None:
@@ -318,8 +318,8 @@ class Reconciler(Resync):
 
     async def _start_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                          steps: tuple[ChangeReplicas, ...]) -> Result:
-        assert context.engine is not None
-        plans, problems = await context.engine.plan_replica_changes([(model.source, step) for step in steps])
+        assert context.engine is not None and context.reassignments is not None
+        plans, problems = await context.reassignments.plan([(model.source, step) for step in steps])
         if (problem := problems.get(model.source)) is not None:
             return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
                                               problem.reason, problem.message))
@@ -333,19 +333,18 @@ class Reconciler(Resync):
                 await self.status_writer(PLURALS[KAFKA_TOPIC], metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
-        run = context.engine.start_reassignment(context.engine.state_key(), plan,
-                                                context.model.spec.replication_throttle, persist=persist)
-        context.runs[model.topic_name] = ActiveRun(run, plan.targets())
+        run = context.reassignments.start(context.engine.state_key(), plan, context.model.spec.replication_throttle,
+                                          persist=persist, follow=model.topic_name)
         return self._moving(body, run.progress, f"reassignment of {len(plan)} partition(s) started")
 
     async def _follow_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                           active: ActiveRun) -> Result | None:
         """A run in progress: report it, or revert it when the spec no longer asks for it. A finished
         run is dropped; None means: carry on with a normal reconcile."""
-        assert context.engine is not None
+        assert context.reassignments is not None
         progress = active.run.progress
         if progress.finished:
-            context.runs.pop(model.topic_name, None)
+            context.reassignments.forget(model.topic_name)
             problem = progress.problem_for(model.topic_name)
             if problem is not None and not (progress.cancelled and not progress.external and not progress.failed):
                 # failed, or partitions moved by someone else: reported, never fought (retried later)
@@ -354,7 +353,7 @@ class Reconciler(Resync):
                                     {"reassignment": reassignment_status(progress)})
             return None
         if not still_wanted(model, active):
-            active.run.revert()
+            context.reassignments.revert(model.topic_name)
             return self._moving(body, progress, "the spec changed: cancelling the partitions still moving")
         return self._moving(body, progress)
 

@@ -385,7 +385,9 @@ class Batcher:
 
     async def list_reassignments(self) -> ItemResult[dict[TopicPartition, Reassignment]]:
         """Every partition being reassigned (ListPartitionReassignments); shared like describe_all_acls.
-        Raises UnsupportedFeature on clusters without the API."""
+        Raises UnsupportedFeature on clusters without the API. A read for observe (what is moving,
+        for the plan); starting, following and cancelling moves is the ReassignmentManager's
+        (reconcile/reassign/), which asks the AdminClient directly."""
 
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[dict[TopicPartition, Reassignment]]]:
             try:
