@@ -17,6 +17,7 @@ from kafkaops.kafka.apis import Api
 from kafkaops.reconcile import DesiredState, Engine, RunOptions, State
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
 from kafkaops.reconcile.principals import PASSWORD_UNAVAILABLE, scram_owner
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.documents import Source
 from kafkaops.resources.models import ClusterRef
 from kafkaops.resources.users import KafkaClientQuota
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 PASSWORD, ROTATED = "first-Secret-0451", "second-Secret-9922"
 ENTRY = {"resource": {"type": "Topic", "name": "orders"}, "operations": ["Read", "Describe"]}
 OPTIONS = RunOptions(all_topics=False)
+FAST = EngineSettings(wait_poll_min=0.01)
 
 
 def manifests(alice_password: str = PASSWORD) -> DesiredState:
@@ -60,8 +62,8 @@ async def cluster():
 async def test_apply_then_nothing_to_do_then_a_rotation_upserts_once(cluster, caplog) -> None:
     caplog.set_level(logging.DEBUG)
     store = MemoryOwnershipStore()
-    async with AdminClient.connect(cluster.bootstrap, wait_poll_min=0.01) as admin:
-        engine = Engine(Batcher(admin), ownership=store, cluster="dev")
+    async with AdminClient.connect(cluster.bootstrap) as admin:
+        engine = Engine(Batcher(admin), ownership=store, cluster="dev", settings=FAST)
         report = await engine.reconcile(manifests(), OPTIONS)
         states = {o.name: o.state for o in report.outcomes}
         assert states == {"orders": State.APPLIED, "User:alice": State.APPLIED, "User:bob": State.APPLIED,
@@ -96,7 +98,7 @@ async def test_apply_then_nothing_to_do_then_a_rotation_upserts_once(cluster, ca
 
 async def test_validate_only_asks_the_broker_about_quotas_and_skips_credentials(cluster) -> None:
     async with AdminClient.connect(cluster.bootstrap) as admin:
-        engine = Engine(Batcher(admin), cluster="dev")
+        engine = Engine(Batcher(admin), cluster="dev", settings=FAST)
         planned = await engine.plan(manifests(), OPTIONS)
         cluster.clear_requests()
         report = await engine.apply(planned, RunOptions(all_topics=False, validate_only=True))
@@ -113,8 +115,8 @@ async def test_a_refused_quota_fails_its_resource_only(cluster) -> None:
     bad = KafkaClientQuota(source, "bad", None, ClusterRef("dev"), (("client-id", "x"),), {"bogus_rate": 1.0})
     base = manifests()
     state = DesiredState.of([*base.topics, *base.users, *base.client_quotas, bad], None, base.passwords)
-    async with AdminClient.connect(cluster.bootstrap, wait_poll_min=0.01) as admin:
-        report = await Engine(Batcher(admin), cluster="dev").reconcile(state, OPTIONS)
+    async with AdminClient.connect(cluster.bootstrap) as admin:
+        report = await Engine(Batcher(admin), cluster="dev", settings=FAST).reconcile(state, OPTIONS)
     by_name = {o.name: o for o in report.outcomes}
     assert by_name["client-id=x"].state is State.FAILED
     assert by_name["client-id=x"].problem.reason == "INVALID_REQUEST"
@@ -123,8 +125,8 @@ async def test_a_refused_quota_fails_its_resource_only(cluster) -> None:
 
 async def test_removal_deletes_the_credential_quotas_and_bindings(cluster) -> None:
     store = MemoryOwnershipStore()
-    async with AdminClient.connect(cluster.bootstrap, wait_poll_min=0.01) as admin:
-        engine = Engine(Batcher(admin), ownership=store, cluster="dev")
+    async with AdminClient.connect(cluster.bootstrap) as admin:
+        engine = Engine(Batcher(admin), ownership=store, cluster="dev", settings=FAST)
         state = manifests()
         await engine.reconcile(state, OPTIONS)
         alice = next(u for u in state.users if u.name == "alice")
@@ -141,8 +143,8 @@ async def test_clusters_without_the_apis_fail_only_the_resources_that_need_them(
     disabled = (Api.DESCRIBE_USER_SCRAM_CREDENTIALS, Api.ALTER_USER_SCRAM_CREDENTIALS,
                 Api.DESCRIBE_CLIENT_QUOTAS, Api.ALTER_CLIENT_QUOTAS)
     async with FakeClusterDouble(brokers=1, tick_interval=None, disabled_apis=[int(a) for a in disabled]) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, wait_poll_min=0.01) as admin:
-            report = await Engine(Batcher(admin), cluster="old").reconcile(manifests(), OPTIONS)
+        async with AdminClient.connect(cluster.bootstrap) as admin:
+            report = await Engine(Batcher(admin), cluster="old", settings=FAST).reconcile(manifests(), OPTIONS)
     by_name = {o.name: o for o in report.outcomes}
     assert by_name["orders"].state is State.APPLIED
     for name in ("User:alice", "User:bob", "client-id=<default>"):
@@ -156,8 +158,8 @@ async def test_many_users_share_a_few_alter_requests(cluster) -> None:
     docs = [kafka_user(f"user-{i:04d}", authentication={"type": "scram-sha-512", "passwordSecretRef": {"name": f"s{i}"}})
             for i in range(count)]
     state = desired_with_passwords({f"user-{i:04d}": f"pw-{i}" for i in range(count)}, *docs)
-    async with AdminClient.connect(cluster.bootstrap, wait_poll_min=0.01) as admin:
-        engine = Engine(Batcher(admin), cluster="dev")
+    async with AdminClient.connect(cluster.bootstrap) as admin:
+        engine = Engine(Batcher(admin), cluster="dev", settings=FAST)
         started = time.perf_counter()
         planned = await engine.plan(state, OPTIONS)
         cluster.clear_requests()
