@@ -84,6 +84,8 @@ def test_get_shows_every_printer_column(stack: Stack, k: Kubectl) -> None:
     assert len(blocks) == 4, out  # one table per kind
     shown = {tuple(header(block)) for block in blocks}
     for plural, cols in columns.items():
+        if plural in ("kafkausers", "kafkaclientquotas"):  # examples/clusters/dev declares none
+            continue
         expected = ("NAME", *(c["name"].upper() for c in cols if not c.get("priority")))
         assert expected in shown, (plural, shown)
     assert "No resources found in default namespace" in k("kubectl get kafkatopics.kafkaops.io").stderr
