@@ -90,8 +90,9 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
     (acls, unmapped_acls, acls_error), (broker_configs, broker_errors), configs, reassignments = await asyncio.gather(
         acls_task, brokers_task, configs_task, reassign_task
     )
-    meta = admin.cached_metadata
-    assert meta is not None
+    # a concurrent request that lost its connection meanwhile drops the cache (soak: an
+    # AssertionError escaped the handlers here); the cluster id and controller are read again
+    meta = admin.cached_metadata or await admin.refresh_metadata()
     topics = {
         name: ObservedTopic(
             name,
