@@ -131,3 +131,28 @@ async def test_a_password_rotated_in_its_secret_is_used_after_the_cluster_refuse
         statuses = repr(writer.written) + repr(result.status) + repr(context.problem)
         assert old not in statuses and new not in statuses
         await reconciler.close()
+
+
+async def test_a_cluster_status_the_api_refused_is_written_later() -> None:
+    """Soak: the KafkaCluster's status write after a state change was refused (injected 409, 500)
+    and never tried again: the state it reports may not change for hours."""
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        context = reconciler.clusters.contexts()[0]
+        writer.refuse = True
+        reconciler.clusters.mark_down(context, ConnectionError("dropped"))  # down, then up again
+        for _ in range(100):
+            if context.state is Connection.READY and context.reported is None:
+                break
+            await asyncio.sleep(0.05)
+        assert context.reported is None, "the refused report is pending"
+        writer.written.clear()
+        writer.refuse = False
+        for _ in range(100):
+            if writer.cluster_status().get("conditions"):
+                break
+            await asyncio.sleep(0.05)
+        assert condition(writer.cluster_status(), "Ready")["status"] == "True", writer.written
+        await reconciler.close()
