@@ -156,3 +156,37 @@ async def test_a_cluster_status_the_api_refused_is_written_later() -> None:
             await asyncio.sleep(0.05)
         assert condition(writer.cluster_status(), "Ready")["status"] == "True", writer.written
         await reconciler.close()
+
+
+class ReassignmentsRefusedDouble:
+    """The cluster's reassignment manager when the broker refuses the login at planning time."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    async def plan(self, steps: Any) -> Any:
+        from kafkaops.reconcile import Problem
+
+        return {}, {key: Problem("AuthenticationFailed", "preparing the partition reassignment: SASL refused")
+                    for key, _ in steps}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+async def test_a_login_refused_while_planning_a_replica_change_waits_for_the_cluster() -> None:
+    """Soak: the refusal came while the reassignment was being prepared; the topic went Stalled
+    (AuthenticationFailed is not retriable by itself) and stayed so after the cluster came back."""
+    async with FakeClusterDouble(brokers=3) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        topic = catalog.add(topic_body("grow-rf", 1, 1))
+        assert condition(await reconciler.reconcile(topic), "Ready")["status"] == "True"
+        context = reconciler.clusters.contexts()[0]
+        context.reassignments = ReassignmentsRefusedDouble(context.reassignments)
+        topic["spec"]["replicationFactor"], topic["metadata"]["generation"] = 2, 2
+        result = await reconciler.reconcile(topic)
+        assert condition(result, "Stalled")["status"] == "False", result.status
+        assert condition(result, "Reconciling")["reason"] == "ClusterNotReady" and result.waits_for == ("team", "main")
+        await reconciler.close()

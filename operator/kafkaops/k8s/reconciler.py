@@ -321,6 +321,8 @@ class Reconciler(Resync):
         assert context.engine is not None and context.reassignments is not None
         plans, problems = await context.reassignments.plan([(model.source, step) for step in steps])
         if (problem := problems.get(model.source)) is not None:
+            if problem.reason in CONNECTION_LOST:  # e.g. a rotated password: wait for the cluster, not Stalled
+                return self._connection_lost(body, context, ConnectionError(problem.message), problem.reason)
             return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
                                               problem.reason, problem.message))
         plan = plans.get(model.source)
