@@ -16,7 +16,7 @@ MANIFESTS = REPO / "manifests"
 HEALTH_LUA = MANIFESTS / "argocd" / "health.lua"
 
 NAMESPACE = "kafkaops-system"
-KAFKAOPS_RESOURCES = ["kafkaclusters", "kafkatopics", "kafkaacls", "kafkabrokerconfigs"]
+KAFKAOPS_RESOURCES = ["kafkaclusters", "kafkatopics", "kafkaacls", "kafkabrokerconfigs", "kafkausers", "kafkaclientquotas"]
 # No schema in kubernetes-validate's catalogue; test_kustomize_builds.py validates them against their CRDs.
 CUSTOM_KINDS = {"ClusterKopfPeering", "KopfPeering", "ServiceMonitor"}
 

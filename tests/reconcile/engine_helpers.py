@@ -77,3 +77,19 @@ def observed(*topics: ObservedTopic, brokers: int = 3, all_topics: bool = True, 
         all_topic_names=frozenset(t.name for t in topics) if all_topics else None,
         **fields,
     )
+
+
+def kafka_user(name: str, cluster: str = "dev", **spec: Any) -> dict[str, Any]:
+    return doc("KafkaUser", name, {"clusterRef": {"name": cluster}, **spec})
+
+
+def client_quota(name: str, entity: dict[str, Any], quotas: dict[str, Any], cluster: str = "dev") -> dict[str, Any]:
+    return doc("KafkaClientQuota", name, {"clusterRef": {"name": cluster}, "entity": entity, "quotas": quotas})
+
+
+def desired_with_passwords(passwords: dict[str, str], *docs: dict[str, Any]) -> DesiredState:
+    from kafkaops.kafka.security import Secret
+
+    state = desired(*docs)
+    return DesiredState.of([*state.topics, *state.acls, *state.broker_configs, *state.users, *state.client_quotas],
+                           state.cluster, {user: Secret(pw) for user, pw in passwords.items()})

@@ -168,7 +168,7 @@ def test_invalid_cluster_name_or_bootstrap_is_refused():
     with pytest.raises(ValueError, match="would not validate"):
         export(state(), bootstrap_servers=["kafka:notaport"])
     with pytest.raises(ValueError, match="cannot include"):
-        export(state(), include=frozenset({"topics", "users"}))
+        export(state(), include=frozenset({"topics", "groups"}))
 
 
 def test_sensitive_configs_are_never_written_and_are_noted_by_name():
@@ -398,7 +398,8 @@ def test_yaml_is_deterministic_with_a_header_and_splits_by_kind():
                                                  "metadata": {"name": "prod"},
                                                  "spec": {"bootstrapServers": ["127.0.0.1:9092"]}}
     files = files_by_kind(first)
-    assert list(files) == ["cluster.yaml", "topics.yaml", "acls.yaml", "broker-configs.yaml"]
+    assert list(files) == ["cluster.yaml", "topics.yaml", "acls.yaml", "broker-configs.yaml", "users.yaml",
+                           "quotas.yaml"]
     assert "Nothing of this kind" in files["broker-configs.yaml"]
     assert list(files_by_kind(first, frozenset({TOPICS}))) == ["cluster.yaml", "topics.yaml"]
     loaded = [load_text(t, n) for n, t in files.items()]
@@ -509,7 +510,8 @@ def test_cli_writes_one_file_per_kind_that_validates(noida, unique, tmp_path):
     result = CliRunner().invoke(cli, ["export", "--bootstrap-server", noida.bootstrap, "--topics", f"^{unique}",
                                       "--cluster", "noida", "--output-dir", f"{out}/"])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["acls.yaml", "broker-configs.yaml", "cluster.yaml", "topics.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == ["acls.yaml", "broker-configs.yaml", "cluster.yaml", "quotas.yaml",
+                                                      "topics.yaml", "users.yaml"]
     assert "SECURITY_DISABLED" in result.stderr and "exported 2 topics" in result.stderr
     assert result.stdout == ""  # YAML went to the files, notes to stderr
     checked = load_and_validate([out])
@@ -580,7 +582,7 @@ def test_cli_connection_error_is_one_line_and_exit_1(monkeypatch):
 
 def test_cli_rejects_bad_options_before_connecting():
     runner = CliRunner()
-    for args, message in ((["--include", "topics,users"], "users: choose from"),
+    for args, message in ((["--include", "topics,groups"], "groups: choose from"),
                           (["--topics", "("], "not a valid regular expression"),
                           (["--cluster", "Prod"], "not a valid Kubernetes name"),
                           (["--cluster-name", "Prod"], "not a valid Kubernetes name")):  # the old spelling

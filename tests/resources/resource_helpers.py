@@ -56,3 +56,15 @@ def rules(result: ValidatedSet, severity: str = "error") -> set[tuple[str, str]]
     """{(path, rule)} of the errors (or warnings) of a result."""
     items = result.errors if severity == "error" else result.warnings
     return {(issue.path, issue.rule) for issue in items}
+
+
+def user(name: str = "alice", cluster_name: str = "main", namespace: str | None = None, **spec: Any) -> dict[str, Any]:
+    body = {"clusterRef": {"name": cluster_name}, **spec}
+    return _doc("KafkaUser", name, namespace, {k: v for k, v in body.items() if v is not None})
+
+
+def client_quota(name: str = "quota", entity: dict[str, Any] | None = None, quotas: dict[str, Any] | None = None,
+                 cluster_name: str = "main", namespace: str | None = None, **spec: Any) -> dict[str, Any]:
+    body = {"clusterRef": {"name": cluster_name}, "entity": entity if entity is not None else {"clientId": "app"},
+            "quotas": quotas if quotas is not None else {"producer_byte_rate": 1024}, **spec}
+    return _doc("KafkaClientQuota", name, namespace, body)

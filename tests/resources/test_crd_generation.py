@@ -108,7 +108,7 @@ def test_kind_specific_names_and_fields() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in generate_crds()}
     short = {kind: crd["spec"]["names"]["shortNames"] for kind, crd in crds.items()}
     assert short == {"KafkaCluster": ["kocl"], "KafkaTopic": ["kot"], "KafkaAcl": ["koacl"],
-                     "KafkaBrokerConfig": ["kobc"]}
+                     "KafkaBrokerConfig": ["kobc"], "KafkaUser": ["kou"], "KafkaClientQuota": ["kocq"]}
     topic_version = crds["KafkaTopic"]["spec"]["versions"][0]
     columns = {c["name"]: c["jsonPath"] for c in topic_version["additionalPrinterColumns"]}
     assert columns["PARTITIONS"] == ".status.partitions" and columns["RF"] == ".status.replicationFactor"

@@ -24,7 +24,7 @@ from kafkaops.resources import (
     check_custom_resource,
     from_custom_resource,
 )
-from kafkaops.resources.schemas import schema_for
+from kafkaops.resources.schemas import inlined_schema
 
 
 def only(result: Any) -> Any:
@@ -178,7 +178,7 @@ def test_check_custom_resource_keeps_warnings_of_a_valid_resource() -> None:
 
 
 def _schema_default(kind: str, *path: str) -> Any:
-    node = schema_for(kind)["properties"]["spec"]
+    node = inlined_schema(kind)["properties"]["spec"]
     for key in path:
         node = node["properties"][key] if "properties" in node else node["items"]["properties"][key]
     return node["default"]

@@ -23,7 +23,7 @@ def run(*args: str) -> tuple[int, str]:
 def test_valid_examples_exit_0_with_a_summary() -> None:
     code, out = run("validate", str(REPO / "examples"))
     assert code == 0, out
-    assert out.strip().splitlines()[-1] == "29 resources in 17 files: 29 valid, 0 invalid; 0 errors, 0 warnings; 1 document skipped"
+    assert out.strip().splitlines()[-1] == "34 resources in 19 files: 34 valid, 0 invalid; 0 errors, 0 warnings; 1 document skipped"
 
 
 def test_errors_exit_1_one_line_per_issue(tmp_path: Path) -> None:
@@ -108,13 +108,13 @@ def test_crds_prints_every_crd() -> None:
     code, out = run("crds")
     assert code == 0 and out == render_crds()
     kinds = [d["spec"]["names"]["kind"] for d in yaml.safe_load_all(out)]
-    assert kinds == ["KafkaCluster", "KafkaTopic", "KafkaAcl", "KafkaBrokerConfig"]
+    assert kinds == ["KafkaCluster", "KafkaTopic", "KafkaAcl", "KafkaBrokerConfig", "KafkaUser", "KafkaClientQuota"]
 
 
 def test_crds_output_dir_and_check(tmp_path: Path) -> None:
     out_dir = tmp_path / "crds"
     code, out = run("crds", "--output-dir", str(out_dir))
-    assert code == 0 and out.count("wrote ") == 4
+    assert code == 0 and out.count("wrote ") == 6
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(p.name for p in (REPO / "crds").iterdir())
     assert run("crds", "--check", str(out_dir))[0] == 0
     target = out_dir / "kafkatopics.kafkaops.io.yaml"

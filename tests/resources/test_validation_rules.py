@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from resource_helpers import acl, broker_config, check, cluster, rules, topic
+from test_user_resources import PAIRS as USER_PAIRS
 
 from kafkaops.resources import Severity, ValidationIssue, load_text, validate_documents
 from kafkaops.resources import config_types, loader, schema_check
 from kafkaops.resources import rules as rules_module
+from kafkaops.resources import user_rules
 from kafkaops.resources import set_rules as set_rules_module
 from kafkaops.resources.rules import bootstrap_problem, topic_name_problem
 
@@ -383,14 +385,15 @@ def _rule_constants(module: Any) -> set[str]:
 def test_every_rule_is_exercised_by_a_test_or_the_corpus() -> None:
     corpus_rules = {m.group(1) for f in (CORPUS / "invalid").glob("*.yaml")
                     for m in [re.search(r"^# expect: \S+ (\S+)$", f.read_text(), re.M)] if m}
-    tested = ({p[0] for p in PAIRS} | {w[0] for w in WARNINGS} | corpus_rules
+    tested = ({p[0] for p in PAIRS} | {w[0] for w in WARNINGS} | corpus_rules | {p[0] for p in USER_PAIRS}
+              | {"DuplicateUser", "DuplicateQuotaEntity"}  # test_user_resources.py
               | {"DuplicateTopic", "DuplicateAclPrincipal", "DuplicateBrokerConfig", "DuplicateCluster",
                  "DuplicateResourceName", "UnknownClusterRef", "TopicNameCollision", "NamespaceNotAllowed",
                  "TopicPrefixNotAllowed", "SchemaViolation"}
               | {"YamlSyntaxError", "DuplicateYamlKey", "UnknownKind", "UnsupportedApiVersion", "FileNotFound",
                  "UnreadableFile"})  # test_resource_loader.py
     declared = _rule_constants(rules_module) | _rule_constants(set_rules_module) | _rule_constants(config_types)
-    declared |= _rule_constants(loader) | _rule_constants(schema_check)
+    declared |= _rule_constants(loader) | _rule_constants(schema_check) | _rule_constants(user_rules)
     declared -= {"SASL_MECHANISMS"}
     assert len(declared) > 40
     assert declared - tested == set()

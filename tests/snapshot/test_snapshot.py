@@ -31,6 +31,7 @@ from kafkaops.snapshot.format import (
 )
 from kafkaops.snapshot.take import Snapshot, take_snapshot
 from kafkaops.snapshot.write import write_snapshot
+from kafkaops.kafka import QuotaAlteration, QuotaEntity, scram_upsertion
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import free_port
 
@@ -127,7 +128,7 @@ def test_cli_against_noida_and_resnapshot_replaces(noida, unique, tmp_path):
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("snapshot of noida-a: ") and str(out / "noida-a") in lines[0]
-    assert "1 note in header.json" in lines[0]  # the ACL note
+    assert "3 notes in header.json" in lines[0]  # the ACL note, and noida-db has no SCRAM or quota APIs
     first = read_header(out / "noida-a")
     assert first["cluster"] == "noida-a" and first["format"] == FORMAT and first["version"] == VERSION
     assert f"{unique}.first" in {r["topic"] for r in read_tables(out / "noida-a")["topics"]}
@@ -184,9 +185,17 @@ async def test_fake_cluster_acls_broker_configs_and_secrets(unique, tmp_path):
                 ConfigResource.broker(2): [AlterConfigOp("ssl.keystore.password", SECRET)],
             })
             assert altered.all_ok, altered.failed()
+            scram = await admin.alter_user_scram_credentials([
+                scram_upsertion("svc", "SCRAM-SHA-512", SECRET), scram_upsertion("svc", "SCRAM-SHA-256", SECRET, 8192)])
+            assert all(r.ok for r in scram.values())
+            quotas = await admin.alter_client_quotas([
+                QuotaAlteration(QuotaEntity.of(user="svc"), {"producer_byte_rate": 1024}),
+                QuotaAlteration(QuotaEntity.of(user=None, client_id="app"), {"request_percentage": 12.5})])
+            assert all(r.ok for r in quotas.values())
             double.clear_requests()
             taken = await take_snapshot(admin, Batcher(admin), "fake")
             assert double.count(29) == 1  # one DescribeAcls
+            assert double.count(50) == 1 and double.count(48) == 1  # one DescribeUserScramCredentials, DescribeClientQuotas
             assert double.count(3) <= 2  # Metadata: the one for every topic (and at most one again)
 
     assert SECRET not in repr(taken)
@@ -237,6 +246,15 @@ async def test_fake_cluster_acls_broker_configs_and_secrets(unique, tmp_path):
     # per broker only its own dynamic configs: the cluster default does not repeat under 1, 2, 3
     assert set(brokers) == {("", "log.retention.ms"), ("1", "log.cleaner.threads"), ("2", "ssl.keystore.password")}
 
+    assert tables["scram_credentials"] == [
+        {"cluster": "fake", "user": "svc", "mechanism": "SCRAM-SHA-256", "iterations": 8192},
+        {"cluster": "fake", "user": "svc", "mechanism": "SCRAM-SHA-512", "iterations": 4096}]
+    assert tables["client_quotas"] == [
+        {"cluster": "fake", "entity": "user=<default>,client-id=app", "user": None, "client_id": "app", "ip": None,
+         "key": "request_percentage", "value": 12.5},
+        {"cluster": "fake", "entity": "user=svc", "user": "svc", "client_id": None, "ip": None,
+         "key": "producer_byte_rate", "value": 1024.0}]
+
 
 # --- the format -------------------------------------------------------------------------------------
 
@@ -267,9 +285,12 @@ def test_schemas_are_the_contract():
         "acls": ["cluster", "principal", "resource_type", "resource_name", "pattern_type", "operation",
                  "permission", "host"],
         "broker_configs": ["cluster", "broker", "key", "value", "source", "sensitive"],
+        "scram_credentials": ["cluster", "user", "mechanism", "iterations"],
+        "client_quotas": ["cluster", "entity", "user", "client_id", "ip", "key", "value"],
     }
     nullable = {(t, f.name) for t in TABLES for f in SCHEMAS[t] if f.nullable}
-    assert nullable == {("topics", "topic_id"), ("topic_configs", "value"), ("broker_configs", "value")}
+    assert nullable == {("topics", "topic_id"), ("topic_configs", "value"), ("broker_configs", "value"),
+                        ("client_quotas", "user"), ("client_quotas", "client_id"), ("client_quotas", "ip")}
     assert str(SCHEMAS["partitions"].field("replicas").type) == "list<item: int32>"
 
 

@@ -26,7 +26,9 @@ from kafkaops.reconcile.export import (
     BROKER_CONFIGS,
     INCLUDABLE,
     KIND_FILES,
+    QUOTAS,
     TOPICS,
+    USERS,
     ClusterAccess,
     ExportResult,
     cluster_problem,
@@ -36,9 +38,9 @@ from kafkaops.reconcile.export import (
     to_yaml,
 )
 from kafkaops.reconcile.read import ClusterRead, ObserveScope, read_cluster
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_TOPIC, KAFKA_USER
 
-_INCLUDE_ORDER = (TOPICS, ACLS, BROKER_CONFIGS)
+_INCLUDE_ORDER = (TOPICS, ACLS, BROKER_CONFIGS, USERS, QUOTAS)
 
 
 def _include(_ctx: click.Context, _param: click.Parameter, value: str) -> frozenset[str]:
@@ -69,7 +71,7 @@ def _cluster_name(_ctx: click.Context, _param: click.Parameter, value: str) -> s
 @click.option("--out", "out", hidden=True, type=click.Path(), default=None)  # old spelling, warned below
 @click.option("--topics", "topics", metavar="REGEX", callback=regex_option, help="Only topics matching REGEX.")
 @click.option("--include", "include", default=",".join(_INCLUDE_ORDER), callback=_include, metavar="LIST",
-              help="topics,acls,broker-configs [all].")
+              help="topics,acls,broker-configs,users,quotas [all].")
 @click.option("--include-internal", is_flag=True, help="Also internal topics (__consumer_offsets...).")
 @connection_option_list()
 def export(bootstrap: str | None, command_config: str | None, cluster_name: str, output_dir: str | None,
@@ -84,7 +86,7 @@ def export(bootstrap: str | None, command_config: str | None, cluster_name: str,
           --topics '^orders\\.' --include topics > orders.yaml
 
     Topic configs set on topics only; secrets and internal topics are left out, with a
-    note on stderr. Details: docs/cli.md.
+    note on stderr; KafkaUsers get a passwordSecretRef placeholder. Details: docs/cli.md.
     """
     bootstrap = require(bootstrap, "--bootstrap-server")
     if out is not None:
@@ -130,7 +132,8 @@ async def read_for_export(settings: ClientSettings, topics: re.Pattern[str] | No
             names = frozenset(n for n in listed.topics if topics.search(n))
         keys = frozenset({""} | {str(b) for b in meta.brokers}) if BROKER_CONFIGS in include else frozenset()
         scope = ObserveScope(topics=names, topic_configs=None if names is None else dict.fromkeys(names),
-                             acls=ACLS in include, broker_keys=keys, reassignments=False)  # every key of every topic
+                             acls=ACLS in include, broker_keys=keys, reassignments=False,  # every key of every topic
+                             scram=USERS in include, quotas=QUOTAS in include)
         return await read_cluster(Batcher(admin), scope)
 
 
@@ -162,5 +165,6 @@ def _summary(result: ExportResult) -> str:
 
     return (f"exported {count(KAFKA_TOPIC, 'topic', 'topics')}, "
             f"{count(KAFKA_ACL, 'ACL principal', 'ACL principals')}, "
-            f"{count(KAFKA_BROKER_CONFIG, 'broker config', 'broker configs')}"
+            f"{count(KAFKA_BROKER_CONFIG, 'broker config', 'broker configs')}, "
+            f"{count(KAFKA_USER, 'user', 'users')}, {count(KAFKA_CLIENT_QUOTA, 'quota entity', 'quota entities')}"
             + (f" ({len(result.notes)} note{'s' if len(result.notes) != 1 else ''} above)" if result.notes else ""))

@@ -33,6 +33,7 @@ from kafkaops.cli.options import (
     no_manifests_message,
     seconds,
 )
+from kafkaops.cli.passwords import with_passwords
 from kafkaops.cli.progress import ProgressDisplay
 from kafkaops.cli.render import (
     RunResult,
@@ -79,8 +80,7 @@ APPLY_HELP = """Show the plan, ask, apply, wait, report. Exit 0 ok, 1 error, 130
 
 \b
 Examples:
-  kafkaops apply -f clusters/prod           # asks before changing anything
-  kafkaops apply -f topics/ --bootstrap-server kafka:9092 --yes --prune
+  kafkaops apply -f clusters/prod --secrets-dir ~/secrets   # asks first
 """
 
 
@@ -102,6 +102,8 @@ def common_options(command: F) -> F:
                      default=DEFAULT_STATE_FILE, type=click.Path(dir_okay=False),
                      metavar="FILE", help=f"State file [{DEFAULT_STATE_FILE}]."),
         click.option("--no-state", is_flag=True, help="No state file (removed keys stay)."),
+        click.option("--secrets-dir", envvar="KAFKAOPS_SECRETS_DIR", type=click.Path(file_okay=False), metavar="DIR",
+                     help="KafkaUser passwords: DIR/<secret>/<key>."),
         click.option("--prune", is_flag=True, help="Delete undeclared topics (if policy)."),
         allow_empty_option(),
         *connection_options(),
@@ -131,6 +133,7 @@ class Request:
     yes: bool = False
     overrides: Mapping[str, object] = field(default_factory=dict)
     allow_empty: bool = False
+    secrets_dir: str | None = None  # KafkaUser passwords (cli/passwords.py)
 
 
 # --- the two flows ---------------------------------------------------------------------------------
@@ -297,6 +300,7 @@ def execute(request: Request) -> None:
         targets, unroutable = resolve_targets(validated.valid, request.bootstrap, request.command_config,
                                               request.config_dir, **request.overrides)
         store = make_store(request.state_file)
+        targets = with_passwords(targets, request.secrets_dir)
     except (TargetError, ValueError) as exc:  # ValueError: bad bootstrap, properties (SecurityConfigError), state
         fail(request, validated, str(exc))
     flow = run_plan if request.command == "plan" else run_apply
@@ -340,7 +344,7 @@ def request_from(command: str, params: Mapping[str, Any], options: RunOptions,
                    params["config_dir"], None if params["no_state"] else params["state_file"], params["output"],
                    options, params.get("yes", False),
                    {**connection_overrides(params["connect_timeout"], params["retry_budget"]), **(overrides or {})},
-                   params["allow_empty"])
+                   params["allow_empty"], params.get("secrets_dir"))
 
 
 # --- the commands -----------------------------------------------------------------------------------------
@@ -349,7 +353,7 @@ def request_from(command: str, params: Mapping[str, Any], options: RunOptions,
 @click.command("plan", help=PLAN_HELP)
 @common_options
 def plan(**params: Any) -> None:
-    execute(request_from("plan", params, RunOptions(prune=params["prune"])))
+    execute(request_from("plan", params, RunOptions(prune=params["prune"], validate_quotas=True)))
 
 
 @click.command("apply", help=APPLY_HELP)
@@ -361,5 +365,6 @@ def plan(**params: Any) -> None:
               help="Wait at most this long [120s].")
 def apply(**params: Any) -> None:
     timeout = params["timeout"]
-    options = RunOptions(prune=params["prune"], validate_only=params["validate_only"], wait=not params["no_wait"])
+    options = RunOptions(prune=params["prune"], validate_only=params["validate_only"], wait=not params["no_wait"],
+                         validate_quotas=True)
     execute(request_from("apply", params, options, {"wait_timeout": timeout} if timeout is not None else None))

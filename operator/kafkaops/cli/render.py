@@ -63,6 +63,7 @@ from kafkaops.resources.documents import Source
 from kafkaops.resources.issues import ValidationIssue
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic, Resource
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 from kafkaops.resources.validation import ValidatedSet
 
 _UPDATES = (Action.UPDATE, Action.PARTITION_INCREASE, Action.REPLICA_CHANGE)
@@ -132,6 +133,10 @@ def resource_identity(resource: Resource) -> tuple[Source, str, str]:
     if isinstance(resource, KafkaBrokerConfig):
         key = "default" if resource.broker_id is None else str(resource.broker_id)
         return resource.source, KAFKA_BROKER_CONFIG, f"brokers/{key}"
+    if isinstance(resource, KafkaUser):
+        return resource.source, resource.kind, resource.principal
+    if isinstance(resource, KafkaClientQuota):
+        return resource.source, resource.kind, resource.entity_text
     return resource.source, resource.kind, resource.name
 
 

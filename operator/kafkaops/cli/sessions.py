@@ -87,7 +87,8 @@ class Session:
 def failed_plan(target: Target, problem: Problem) -> Plan:
     """A plan for a cluster that could not be planned: every resource carries the cluster's problem."""
     desired = target.desired
-    declared: list[Resource] = [*desired.topics, *desired.acls, *desired.broker_configs]
+    declared: list[Resource] = [*desired.topics, *desired.acls, *desired.broker_configs, *desired.users,
+                                *desired.client_quotas]
     resources = tuple(
         ResourcePlan(source, kind, name, Action.NONE, problem=problem)
         for source, kind, name in map(resource_identity, declared)

@@ -96,5 +96,7 @@ def summary(taken: Snapshot, path: Path) -> str:
     return (f"snapshot of {taken.cluster}: {count('topics', 'topic', 'topics')}, "
             f"{count('partitions', 'partition', 'partitions')}, "
             f"{count('topic_configs', 'topic config', 'topic configs')}, {count('acls', 'ACL', 'ACLs')}, "
-            f"{count('broker_configs', 'broker config', 'broker configs')} in {taken.header['seconds']:.2f}s "
+            f"{count('broker_configs', 'broker config', 'broker configs')}, "
+            f"{count('scram_credentials', 'SCRAM credential', 'SCRAM credentials')}, "
+            f"{count('client_quotas', 'quota value', 'quota values')} in {taken.header['seconds']:.2f}s "
             f"-> {path}" + (f" ({notes} note{'s' if notes != 1 else ''} in header.json)" if notes else ""))

@@ -19,6 +19,7 @@ from kafkaops.kafka import ClientSettings, SecuritySettings
 from kafkaops.reconcile.desired import DesiredState, group_by_cluster
 from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, Resource
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 CLUSTER_NOT_FOUND = "ClusterNotFound"
 CREDENTIALS_MISSING = "CredentialsMissing"
@@ -89,6 +90,10 @@ def _identity(resource: Resource) -> str | None:
         return f"principal {resource.principal!r}"
     if isinstance(resource, KafkaBrokerConfig):
         return "the cluster-wide broker config" if resource.broker_id is None else f"broker {resource.broker_id}'s config"
+    if isinstance(resource, KafkaUser):
+        return f"KafkaUser {resource.principal!r}"
+    if isinstance(resource, KafkaClientQuota):
+        return f"quota entity {resource.entity_text}"
     return None
 
 
@@ -149,7 +154,8 @@ def resolve_targets(
         except (TargetError, ValueError) as exc:  # ValueError: a bad <cluster>.properties fails its cluster only
             reason = CREDENTIALS_MISSING if isinstance(exc, TargetError) else CLIENT_CONFIG_INVALID
             unroutable.extend(Unroutable(r, reason, str(exc))
-                              for r in (*desired.topics, *desired.acls, *desired.broker_configs))
+                              for r in (*desired.topics, *desired.acls, *desired.broker_configs, *desired.users,
+                                        *desired.client_quotas))
             continue
         targets.append(Target(cluster.name, settings, desired, engine))
     return targets, unroutable

@@ -12,8 +12,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
 
-from kafkaops.kafka import AlterConfigOp, ConfigResource, CreatedTopic, KafkaError, NewPartitions, NewTopic
+from kafkaops.kafka import (
+    AlterConfigOp,
+    ConfigResource,
+    CreatedTopic,
+    KafkaError,
+    NewPartitions,
+    NewTopic,
+    QuotaAlteration,
+    ScramMechanism,
+)
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError, KafkaRequestError, UnsupportedFeature
+from kafkaops.kafka.security import Secret
 from kafkaops.resources.acl import AclBinding
 from kafkaops.resources.documents import Source
 
@@ -73,7 +83,34 @@ class ChangeReplicas:
     replication_factor: int
 
 
-Step: TypeAlias = CreateTopic | CreatePartitions | AlterConfigs | DeleteAcls | CreateAcls | DeleteTopic | ChangeReplicas
+@dataclass(frozen=True, slots=True)
+class UpsertScramCredential:
+    """Create or replace `user`'s credential for `mechanism` (salted at apply time). `password` is a
+    Secret (prints as ***); `fingerprint` (principals.password_fingerprint) is what the ownership
+    store remembers of it once applied."""
+
+    user: str
+    mechanism: ScramMechanism
+    iterations: int
+    password: Secret = field(repr=False, compare=False)
+    fingerprint: str = field(repr=False, compare=False, default="")
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteScramCredential:
+    user: str
+    mechanism: ScramMechanism
+
+
+@dataclass(frozen=True, slots=True)
+class AlterQuotas:
+    """Set (a number) or remove (None) quota keys of one entity."""
+
+    alteration: QuotaAlteration
+
+
+Step: TypeAlias = (CreateTopic | CreatePartitions | AlterConfigs | DeleteAcls | CreateAcls | DeleteTopic | ChangeReplicas
+                   | UpsertScramCredential | DeleteScramCredential | AlterQuotas)
 
 
 # --- what people see -------------------------------------------------------------------

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kafkaops.kafka.security import Secret
 
 from kafkaops.resources.models import (
     ClusterRef,
@@ -16,26 +19,39 @@ from kafkaops.resources.models import (
     Resource,
     TopicDeletion,
 )
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 
 @dataclass(frozen=True, slots=True)
 class DesiredState:
     """Everything declared for one cluster. `cluster` is its KafkaCluster when one was given:
-    it supplies the deletion policy and cap (else Retain and the default cap)."""
+    it supplies the deletion policy and cap (else Retain and the default cap).
+
+    `passwords`: the current password of each KafkaUser's credential, by SCRAM user name
+    (`KafkaUser.user_name`), as the front end resolved it (the CLI from files or environment
+    variables, the operator from the Secret); a user missing here keeps its credential as it is
+    in Kafka, and one without a credential gets the problem PasswordUnavailable. Secrets print as ***."""
 
     topics: tuple[KafkaTopic, ...] = ()
     acls: tuple[KafkaAcl, ...] = ()
     broker_configs: tuple[KafkaBrokerConfig, ...] = ()
     cluster: KafkaCluster | None = None
+    users: tuple[KafkaUser, ...] = ()
+    client_quotas: tuple[KafkaClientQuota, ...] = ()
+    passwords: Mapping[str, Secret] = field(default_factory=lambda: MappingProxyType({}), repr=False, compare=False)
 
     @classmethod
-    def of(cls, resources: Iterable[Resource], cluster: KafkaCluster | None = None) -> DesiredState:
+    def of(cls, resources: Iterable[Resource], cluster: KafkaCluster | None = None,
+           passwords: Mapping[str, Secret] | None = None) -> DesiredState:
         items = list(resources)
         return cls(
             tuple(r for r in items if isinstance(r, KafkaTopic)),
             tuple(r for r in items if isinstance(r, KafkaAcl)),
             tuple(r for r in items if isinstance(r, KafkaBrokerConfig)),
             cluster,
+            tuple(r for r in items if isinstance(r, KafkaUser)),
+            tuple(r for r in items if isinstance(r, KafkaClientQuota)),
+            MappingProxyType(dict(passwords or {})),
         )
 
     @property
@@ -51,7 +67,19 @@ class DesiredState:
         return frozenset(t.topic_name for t in self.topics)
 
     def __len__(self) -> int:
-        return len(self.topics) + len(self.acls) + len(self.broker_configs)
+        return len(self.topics) + len(self.acls) + len(self.broker_configs) + len(self.users) + len(self.client_quotas)
+
+    @property
+    def needs_scram(self) -> bool:
+        return any(u.authentication is not None for u in self.users)
+
+    @property
+    def needs_quotas(self) -> bool:
+        return bool(self.client_quotas) or any(u.principal.startswith("User:") for u in self.users)
+
+    @property
+    def needs_acls(self) -> bool:
+        return bool(self.acls) or any(u.manages_acls for u in self.users)
 
 
 @dataclass(frozen=True, slots=True)

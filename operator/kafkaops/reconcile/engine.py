@@ -26,7 +26,7 @@ from kafkaops.reconcile.actions import (
     Problem,
     ResourcePlan,
 )
-from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans
+from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans, validate_quotas
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observe import ObserveScope, observe
@@ -37,9 +37,11 @@ from kafkaops.reconcile.reassign import ProgressCallback, ReassignmentSettings
 from kafkaops.reconcile.reassign.manager import THROTTLE_OWNER, ReassignmentManager, interrupted_moves
 from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.reconcile.stopping import unless_stopped, until_stopped
+from kafkaops.reconcile.principals import scram_ownership_changes
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
 from kafkaops.resources.documents import Source
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 from kafkaops.reconcile.wait import expectations, wait_for
 
 
@@ -55,6 +57,9 @@ class RunOptions:
     # per-resource reconciles read only their own topics.
     all_topics: bool = True
     protected_topics: str = DEFAULT_PROTECTED_TOPICS
+    # Ask the brokers (one validate-only AlterClientQuotas) whether the planned quota changes are
+    # acceptable, so that a refused one is a problem of the plan (the CLI's plan and apply).
+    validate_quotas: bool = False
 
     @property
     def plan_options(self) -> PlanOptions:
@@ -116,7 +121,12 @@ class Engine:
         key = self.state_key()
         ownership = self.store.load(key)
         observed = await self.observe(desired, all_topics=options.all_topics or options.prune, ownership=ownership)
-        made = plan(desired, observed, ownership, options.plan_options, self.cluster)
+        if desired.passwords:  # checking password fingerprints (PBKDF2, 1 ms each) off the event loop
+            made = await asyncio.to_thread(plan, desired, observed, ownership, options.plan_options, self.cluster)
+        else:
+            made = plan(desired, observed, ownership, options.plan_options, self.cluster)
+        if options.validate_quotas:
+            made = await validate_quotas(self.batcher, made)
         throttle = desired.cluster.spec.replication_throttle if desired.cluster is not None else None
         return Planned(made, observed, ownership, key, _sent(before, self._requests()), throttle)
 
@@ -149,6 +159,7 @@ class Engine:
             # or a topic created by a run that died before recording it)
             unchanged = [Applied(r) for r in planned.plan.resources if not r.pending and r.owner is not None]
             changes = ownership_changes(planned.ownership, [*applied, *unchanged])
+            changes.update(scram_ownership_changes(planned.ownership, [a.done for a in applied]))
             if changes:
                 self.store.update(planned.state_key, changes)
         sent = dict(planned.requests)
@@ -158,7 +169,8 @@ class Engine:
         return Report(planned.plan.cluster, planned.plan, outcomes, sent, time.monotonic() - started,
                       deferred if options.defer_replica_changes else {})
 
-    async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig) -> Planned:
+    async def plan_removal(self, resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser | KafkaClientQuota
+                           ) -> Planned:
         """A plan that removes what `resource` manages (its Delete policy), read in bulk like plan()."""
         before = self._requests()
         if self.batcher.admin.cached_metadata is None:

@@ -24,7 +24,6 @@ changes", which shapes every rule here:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,18 +35,30 @@ import yaml
 from kafkaops import kafka
 from kafkaops.kafka import ConfigSource, KafkaError
 from kafkaops.reconcile.configs import is_sensitive
+from kafkaops.reconcile.export_principals import annotate_placeholders, quota_documents, user_documents
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
-from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import ValidationIssue
-from kafkaops.resources.kinds import GROUP_VERSION, KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
-from kafkaops.resources.validation import check_document
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_CLUSTER, KAFKA_TOPIC, KAFKA_USER
+from kafkaops.reconcile.export_names import (  # noqa: F401  (names are part of export's API)
+    MAX_NAME_LENGTH,
+    document_errors,
+    fit,
+    is_k8s_name,
+    manifest,
+    principal_resource_names,
+    problems_text,
+    sanitise,
+    topic_resource_names,
+)
 
 TOPICS = "topics"
 ACLS = "acls"
 BROKER_CONFIGS = "broker-configs"
-INCLUDABLE: frozenset[str] = frozenset({TOPICS, ACLS, BROKER_CONFIGS})
+USERS = "users"
+QUOTAS = "quotas"
+INCLUDABLE: frozenset[str] = frozenset({TOPICS, ACLS, BROKER_CONFIGS, USERS, QUOTAS})
 
 # One file per kind when exporting to a directory, in this order.
 KIND_FILES: Mapping[str, str] = {
@@ -55,13 +66,10 @@ KIND_FILES: Mapping[str, str] = {
     KAFKA_TOPIC: "topics.yaml",
     KAFKA_ACL: "acls.yaml",
     KAFKA_BROKER_CONFIG: "broker-configs.yaml",
+    KAFKA_USER: "users.yaml",
+    KAFKA_CLIENT_QUOTA: "quotas.yaml",
 }
 
-MAX_NAME_LENGTH = 253  # a Kubernetes object name (DNS-1123 subdomain)
-_HASH_LENGTH = 8
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_NOT_NAME_CHAR = re.compile(r"[^a-z0-9.-]+")
 _CONFIG_PATH = re.compile(r"^spec\.config\.(.+)$")
 
 
@@ -101,89 +109,6 @@ class ExportResult:
         return tuple(d for d in self.documents if d["kind"] == kind)
 
 
-# --- names -------------------------------------------------------------------------------
-
-
-def is_k8s_name(name: str) -> bool:
-    """Whether `name` is a valid metadata.name (a DNS-1123 subdomain of at most 253 characters)."""
-    return 0 < len(name) <= MAX_NAME_LENGTH and bool(_DNS_SUBDOMAIN.match(name))
-
-
-def sanitise(raw: str) -> str:
-    """A DNS-1123 form of `raw`: lowercase, other characters as '-', empty labels dropped.
-    Lossy (several raw names can give one result): callers add a hash where that matters."""
-    text = _NOT_NAME_CHAR.sub("-", raw.lower())
-    labels = [re.sub(r"-+", "-", label).strip("-") for label in text.split(".")]
-    name = ".".join(label for label in labels if label)
-    return _fit(name or "x", MAX_NAME_LENGTH)
-
-
-def _fit(name: str, length: int) -> str:
-    """`name` cut to `length`, never ending on a separator (a label must end alphanumeric)."""
-    return name[:length].rstrip(".-") or "x"
-
-
-def _hash(raw: str, length: int = _HASH_LENGTH) -> str:
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:length]
-
-
-def _suffixed(raw: str, taken: set[str]) -> str:
-    """sanitise(raw) plus a stable hash of `raw`, lengthened until it is not in `taken`."""
-    for length in range(_HASH_LENGTH, 65, 4):
-        suffix = _hash(raw, length)
-        candidate = f"{_fit(sanitise(raw), MAX_NAME_LENGTH - len(suffix) - 1)}-{suffix}"
-        if candidate not in taken:
-            return candidate
-    raise AssertionError(f"no free name for {raw!r}")  # 64 hex digits of sha256 collide: not in practice
-
-
-def topic_resource_names(topic_names: Iterable[str]) -> dict[str, str]:
-    """metadata.name per topic: the topic name itself when it is a valid Kubernetes name, else a
-    sanitised form with a hash of the real name (which then goes in spec.topicName).
-
-    Names kept as they are are claimed first, so that a hashed name can never take one of them;
-    the result does not depend on the input order."""
-    names = sorted(set(topic_names))
-    out = {name: name for name in names if is_k8s_name(name)}
-    taken = set(out.values())
-    for name in names:
-        if name not in out:
-            out[name] = _suffixed(name, taken)
-            taken.add(out[name])
-    return out
-
-
-def principal_resource_names(principals: Iterable[str]) -> dict[str, str]:
-    """metadata.name per principal: `User:orders-svc` -> `user-orders-svc`.
-
-    Principals that sanitise alike (`User:Bob`, `User:bob`) all get a hash suffix rather than
-    the first one winning the plain name, so a name does not depend on which others exist."""
-    unique = sorted(set(principals))
-    by_base: dict[str, list[str]] = defaultdict(list)
-    for principal in unique:
-        by_base[sanitise(principal)].append(principal)
-    out: dict[str, str] = {}
-    taken = {base for base, members in by_base.items() if len(members) == 1}
-    for base, members in sorted(by_base.items()):
-        if len(members) == 1:
-            out[members[0]] = base
-            continue
-        for principal in members:
-            out[principal] = _suffixed(principal, taken)
-            taken.add(out[principal])
-    return out
-
-
-# --- validation of one generated document ----------------------------------------------------
-
-
-def _errors(body: Mapping[str, Any]) -> list[ValidationIssue]:
-    """The errors `kafkaops validate` would report for `body` on its own."""
-    kind = body["kind"]
-    doc = Document(Source("<export>", 0, kind, None, body["metadata"]["name"]), body)
-    return [issue for issue in check_document(doc) if issue.is_error]
-
-
 def _drop_invalid_config(body: dict[str, Any], what: str, notes: list[str]) -> list[ValidationIssue]:
     """Remove from body.spec.config every key validation rejects (noting each), until none is left;
     answer the errors that remain elsewhere in the document.
@@ -192,7 +117,7 @@ def _drop_invalid_config(body: dict[str, Any], what: str, notes: list[str]) -> l
     it resolves the conflict, hence the loop."""
     config: dict[str, str] = body["spec"].get("config", {})
     while True:
-        errors = _errors(body)
+        errors = document_errors(body)
         bad: dict[str, ValidationIssue] = {}
         for issue in errors:
             match = _CONFIG_PATH.match(issue.path or "")
@@ -206,17 +131,6 @@ def _drop_invalid_config(body: dict[str, Any], what: str, notes: list[str]) -> l
             del config[key]
             notes.append(f"{what}: config {key} not exported: kafkaops validate would reject it "
                          f"({issue.reason} [{issue.rule}]); it stays as it is in Kafka")
-
-
-def _problems(errors: Sequence[ValidationIssue]) -> str:
-    return "; ".join(f"{e.path}: {e.reason} [{e.rule}]" if e.path else f"{e.reason} [{e.rule}]" for e in errors)
-
-
-# --- documents ------------------------------------------------------------------------------------
-
-
-def _document(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": GROUP_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec}
 
 
 def _overrides(configs: Mapping[str, ObservedConfig], source: ConfigSource, what: str,
@@ -238,7 +152,7 @@ def _overrides(configs: Mapping[str, ObservedConfig], source: ConfigSource, what
     return out
 
 
-def cluster_document(cluster_name: str, bootstrap_servers: Sequence[str],
+def clustermanifest(cluster_name: str, bootstrap_servers: Sequence[str],
                      access: ClusterAccess = ClusterAccess()) -> dict[str, Any]:
     """The KafkaCluster the other documents refer to. topicDeletion is left at its default
     (Retain): an adopted cluster should not start losing topics because a file went missing."""
@@ -247,7 +161,7 @@ def cluster_document(cluster_name: str, bootstrap_servers: Sequence[str],
         spec["tls"] = {"enabled": True} if access.verify_hostname else {"enabled": True, "verifyHostname": False}
     if access.sasl_mechanism:
         spec["sasl"] = {"mechanism": access.sasl_mechanism}
-    return _document(KAFKA_CLUSTER, cluster_name, spec)
+    return manifest(KAFKA_CLUSTER, cluster_name, spec)
 
 
 def cluster_problem(cluster_name: str, bootstrap_servers: Sequence[str],
@@ -258,12 +172,12 @@ def cluster_problem(cluster_name: str, bootstrap_servers: Sequence[str],
                 f"'.', at most {MAX_NAME_LENGTH})")
     if not bootstrap_servers:
         return "no bootstrap servers given"
-    if errors := _errors(cluster_document(cluster_name, bootstrap_servers, access)):
-        return f"the KafkaCluster would not validate: {_problems(errors)}"
+    if errors := document_errors(clustermanifest(cluster_name, bootstrap_servers, access)):
+        return f"the KafkaCluster would not validate: {problems_text(errors)}"
     return None
 
 
-def topic_document(topic: ObservedTopic, resource_name: str, cluster_name: str,
+def topicmanifest(topic: ObservedTopic, resource_name: str, cluster_name: str,
                    notes: list[str]) -> dict[str, Any] | None:
     """A KafkaTopic for `topic` (None, with a note, when it cannot be exported faithfully)."""
     what = f"topic {topic.name}"
@@ -279,9 +193,9 @@ def topic_document(topic: ObservedTopic, resource_name: str, cluster_name: str,
     config = _overrides(topic.configs, ConfigSource.DYNAMIC_TOPIC_CONFIG, what, notes)
     if config:
         spec["config"] = config
-    body = _document(KAFKA_TOPIC, resource_name, spec)
+    body = manifest(KAFKA_TOPIC, resource_name, spec)
     if errors := _drop_invalid_config(body, what, notes):
-        notes.append(f"{what} not exported: {_problems(errors)}")
+        notes.append(f"{what} not exported: {problems_text(errors)}")
         return None
     return body
 
@@ -306,24 +220,24 @@ def acl_entries(bindings: Iterable[AclBinding]) -> list[dict[str, Any]]:
     return entries
 
 
-def acl_document(principal: str, bindings: Iterable[AclBinding], resource_name: str, cluster_name: str,
+def aclmanifest(principal: str, bindings: Iterable[AclBinding], resource_name: str, cluster_name: str,
                  notes: list[str]) -> dict[str, Any] | None:
     """A KafkaAcl holding every binding of `principal`; None (with a note) when one of them would
     not validate: a KafkaAcl without it would make apply delete it."""
-    body = _document(KAFKA_ACL, resource_name, {
+    body = manifest(KAFKA_ACL, resource_name, {
         "clusterRef": {"name": cluster_name},
         "principal": principal,
         "acls": acl_entries(bindings),
     })
-    if errors := _errors(body):
-        notes.append(f"ACLs of {principal} not exported: {_problems(errors)}. A KafkaAcl owns every binding of its "
+    if errors := document_errors(body):
+        notes.append(f"ACLs of {principal} not exported: {problems_text(errors)}. A KafkaAcl owns every binding of its "
                      "principal (apply deletes those it does not list), so none of them is exported; kafkaops "
                      f"leaves them alone while no KafkaAcl names {principal}")
         return None
     return body
 
 
-def broker_config_document(broker_id: int | None, configs: Mapping[str, ObservedConfig], cluster_name: str,
+def broker_configmanifest(broker_id: int | None, configs: Mapping[str, ObservedConfig], cluster_name: str,
                            notes: list[str]) -> dict[str, Any] | None:
     """A KafkaBrokerConfig for the cluster-wide default (broker_id None) or one broker; None when
     nothing is set there."""
@@ -333,14 +247,14 @@ def broker_config_document(broker_id: int | None, configs: Mapping[str, Observed
     if not config:
         return None
     suffix = "broker-defaults" if broker_id is None else f"broker-{broker_id}"
-    name = f"{_fit(cluster_name, MAX_NAME_LENGTH - len(suffix) - 1)}-{suffix}"
+    name = f"{fit(cluster_name, MAX_NAME_LENGTH - len(suffix) - 1)}-{suffix}"
     spec: dict[str, Any] = {"clusterRef": {"name": cluster_name}}
     if broker_id is not None:
         spec["brokerId"] = broker_id
     spec["config"] = config
-    body = _document(KAFKA_BROKER_CONFIG, name, spec)
+    body = manifest(KAFKA_BROKER_CONFIG, name, spec)
     if errors := _drop_invalid_config(body, what, notes):
-        notes.append(f"{what} not exported: {_problems(errors)}")
+        notes.append(f"{what} not exported: {problems_text(errors)}")
         return None
     return body if body["spec"].get("config") else None
 
@@ -377,7 +291,8 @@ def export_documents(
     unmapped_acls: Iterable[kafka.AclBinding] = (),
 ) -> ExportResult:
     """Manifests for what `observed` holds: a KafkaCluster, then KafkaTopics (by topic name),
-    KafkaAcls (by principal), KafkaBrokerConfigs (cluster default, then by broker id).
+    KafkaAcls (by principal), KafkaBrokerConfigs (cluster default, then by broker id), KafkaUsers
+    (by user, passwords as placeholders) and KafkaClientQuotas (by entity): export_principals.py.
 
     `topics` selects topics by re.search on their names (ACLs and broker configs are not
     filtered by it). Internal topics and DEFAULT_PROTECTED_TOPICS are left out unless
@@ -389,7 +304,7 @@ def export_documents(
         raise ValueError(f"cannot include {', '.join(sorted(unknown))}: choose from {', '.join(sorted(INCLUDABLE))}")
     if problem := cluster_problem(cluster_name, bootstrap_servers, access):
         raise ValueError(problem)
-    cluster = cluster_document(cluster_name, bootstrap_servers, access)
+    cluster = clustermanifest(cluster_name, bootstrap_servers, access)
     notes: list[str] = []
     documents: list[dict[str, Any]] = [cluster]
     if TOPICS in include:
@@ -398,6 +313,14 @@ def export_documents(
         documents.extend(_acls(observed, cluster_name, unmapped_acls, notes))
     if BROKER_CONFIGS in include:
         documents.extend(_broker_configs(observed, cluster_name, notes))
+    users: list[dict[str, Any]] = []
+    if USERS in include:
+        users = user_documents(observed, cluster_name, notes, with_quotas=QUOTAS in include)
+        documents.extend(users)
+    if QUOTAS in include:
+        inside = frozenset(d["spec"].get("principal", f"User:{d['metadata']['name']}")[5:] for d in users
+                           if "quotas" in d["spec"])
+        documents.extend(quota_documents(observed, cluster_name, notes, inside))
     return ExportResult(tuple(documents), tuple(notes), _origin(observed, cluster_name, bootstrap_servers))
 
 
@@ -426,7 +349,7 @@ def _topics(observed: ObservedState, cluster_name: str, pattern: re.Pattern[str]
         if pattern is None or pattern.search(name):
             notes.append(f"topic {name} not exported: it could not be read ({error})")
     names = topic_resource_names(t.name for t in selected)
-    return [doc for t in selected if (doc := topic_document(t, names[t.name], cluster_name, notes)) is not None]
+    return [doc for t in selected if (doc := topicmanifest(t, names[t.name], cluster_name, notes)) is not None]
 
 
 def _acls(observed: ObservedState, cluster_name: str, unmapped: Iterable[kafka.AclBinding],
@@ -442,7 +365,7 @@ def _acls(observed: ObservedState, cluster_name: str, unmapped: Iterable[kafka.A
     out: list[dict[str, Any]] = []
     for principal in sorted(observed.acls):
         bindings = observed.acls[principal]
-        if bindings and (doc := acl_document(principal, bindings, names[principal], cluster_name, notes)) is not None:
+        if bindings and (doc := aclmanifest(principal, bindings, names[principal], cluster_name, notes)) is not None:
             out.append(doc)
     return out
 
@@ -458,7 +381,7 @@ def _broker_configs(observed: ObservedState, cluster_name: str, notes: list[str]
     for key in sorted(observed.broker_configs, key=lambda k: (k != "", int(k) if k.isdigit() else -1, k)):
         if key and not key.isdigit():
             continue
-        doc = broker_config_document(int(key) if key else None, observed.broker_configs[key], cluster_name, notes)
+        doc = broker_configmanifest(int(key) if key else None, observed.broker_configs[key], cluster_name, notes)
         if doc is not None:
             out.append(doc)
     for key, error in sorted(observed.broker_config_errors.items()):
@@ -517,7 +440,7 @@ def to_yaml(documents: Sequence[Mapping[str, Any]], *, origin: str | None = None
         return header + "# Nothing of this kind to export.\n"
     body = yaml.dump_all([_styled(d) for d in documents], Dumper=_Dumper, sort_keys=False, explicit_start=True,
                          default_flow_style=False, allow_unicode=True, width=4096)
-    return header + body
+    return header + annotate_placeholders(body)
 
 
 def files_by_kind(result: ExportResult, include: frozenset[str] = INCLUDABLE) -> dict[str, str]:
@@ -530,4 +453,5 @@ def files_by_kind(result: ExportResult, include: frozenset[str] = INCLUDABLE) ->
             for kind, file in KIND_FILES.items() if kind in wanted}
 
 
-_KIND_PARTS: Mapping[str, str] = {KAFKA_TOPIC: TOPICS, KAFKA_ACL: ACLS, KAFKA_BROKER_CONFIG: BROKER_CONFIGS}
+_KIND_PARTS: Mapping[str, str] = {KAFKA_TOPIC: TOPICS, KAFKA_ACL: ACLS, KAFKA_BROKER_CONFIG: BROKER_CONFIGS,
+                                   KAFKA_USER: USERS, KAFKA_CLIENT_QUOTA: QUOTAS}

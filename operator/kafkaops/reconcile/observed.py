@@ -11,7 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkaops.kafka import BrokerInfo, ConfigEntry, ConfigSource, KafkaError, Reassignment, TopicPartition
+from kafkaops.kafka import (
+    BrokerInfo,
+    ConfigEntry,
+    ConfigSource,
+    KafkaError,
+    QuotaEntity,
+    Reassignment,
+    ScramCredentialInfo,
+    TopicPartition,
+)
 from kafkaops.resources.acl import AclBinding
 
 EMPTY: Mapping = MappingProxyType({})
@@ -59,7 +68,8 @@ class ObservedTopic:
 
 @dataclass(frozen=True, slots=True)
 class ObservedState:
-    """A cluster as read by one observe(): topics in scope, ACLs, broker configs, reassignments."""
+    """A cluster as read by one observe(): topics in scope, ACLs, broker configs, reassignments,
+    SCRAM credentials and client quotas."""
 
     cluster_id: str | None
     controller_id: int
@@ -78,6 +88,12 @@ class ObservedState:
     reassignments: Mapping[TopicPartition, Reassignment] | None = None
     # Topics that could not be read (other than "does not exist"), e.g. TOPIC_AUTHORIZATION_FAILED.
     topic_errors: Mapping[str, KafkaError] = field(default_factory=lambda: EMPTY)
+    # SCRAM credentials by user (mechanism + iterations only); None when not read (scram_error: why).
+    scram: Mapping[str, tuple[ScramCredentialInfo, ...]] | None = None
+    scram_error: KafkaError | None = None
+    # Client quotas by entity; None when not read (quotas_error: why, e.g. UNSUPPORTED_VERSION).
+    quotas: Mapping[QuotaEntity, Mapping[str, float]] | None = None
+    quotas_error: KafkaError | None = None
 
     def topic(self, name: str) -> ObservedTopic | None:
         return self.topics.get(name)

@@ -11,6 +11,8 @@ Safety rules applied here (and tested in tests/reconcile/test_plan.py):
 - sensitive values are never compared in the clear nor shown: a salted
   fingerprint of what kafkaops applied stands in for them;
 - ACLs: bindings no longer declared are deleted first, then new ones created;
+- users and client quotas: principals.py (credential upserted only when missing, re-iterated or
+  its password changed; quota keys removed only when kafkaops set them);
 - topics absent from the manifests are deleted only with `prune`, a Delete
   policy, and at most `maxDeletionsPerReconcile` of them; over the cap none is.
 """
@@ -27,7 +29,6 @@ from kafkaops.reconcile.actions import (
     Action,
     AlterConfigs,
     ChangeReplicas,
-    CreateAcls,
     CreatePartitions,
     CreateTopic,
     DeleteAcls,
@@ -43,9 +44,11 @@ from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, broker_key
 from kafkaops.reconcile.ownership import Ownership, broker_owner, fingerprint_matches, topic_owner
 from kafkaops.reconcile.placement import plan_placement
+from kafkaops.reconcile.principals import acl_diff, plan_client_quota, plan_user, plan_user_removal
 from kafkaops.resources.documents import Source
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaBrokerConfig, KafkaTopic
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 # Topics never pruned: Kafka's internal topics and common platform topics.
 DEFAULT_PROTECTED_TOPICS = r"^(__.*|_schemas|_confluent.*|connect-(configs|offsets|status))$"
@@ -76,6 +79,8 @@ def plan(
     resources.extend(plan_topic(t, observed, ownership) for t in desired.topics)
     resources.extend(plan_acl(a, observed) for a in desired.acls)
     resources.extend(plan_broker_config(b, observed, ownership) for b in desired.broker_configs)
+    resources.extend(plan_user(u, observed, ownership, desired.passwords.get(u.user_name)) for u in desired.users)
+    resources.extend(plan_client_quota(q, observed, ownership) for q in desired.client_quotas)
     pruned, notes = plan_prune(desired, observed, options)
     resources.extend(pruned)
     return Plan(cluster or (desired.cluster.name if desired.cluster else ""), tuple(resources), tuple(notes),
@@ -257,25 +262,13 @@ def _config_ops(
 
 def plan_acl(acl: KafkaAcl, observed: ObservedState) -> ResourcePlan:
     base = ResourcePlan(acl.source, KAFKA_ACL, acl.principal, Action.NONE)
-    if observed.acls is None:
-        error = observed.acls_error
-        return _with(base, problem=Problem(
-            error.name if error else NOT_READ,
-            f"cannot read the ACLs of {acl.principal}" + (f": {error.message or error.name}" if error else ""),
-            retriable=bool(error and error.retriable),
-        ))
-    current = observed.acls.get(acl.principal, frozenset())
-    remove = sorted(current - acl.bindings)
-    add = sorted(acl.bindings - current)
-    steps: list[Step] = []
-    if remove:
-        steps.append(DeleteAcls(tuple(remove)))
-    if add:
-        steps.append(CreateAcls(tuple(add)))
+    made = acl_diff(acl.principal, acl.bindings, observed)
+    if isinstance(made, Problem):
+        return _with(base, problem=made)
+    steps, changes, existed = made
     if not steps:
         return base
-    changes = tuple(FieldChange("acl", str(b), None) for b in remove) + tuple(FieldChange("acl", None, str(b)) for b in add)
-    return _with(base, action=Action.CREATE if not current else Action.UPDATE, changes=changes, steps=tuple(steps))
+    return _with(base, action=Action.UPDATE if existed else Action.CREATE, changes=changes, steps=steps)
 
 
 # --- broker configs -----------------------------------------------------------------------------
@@ -306,10 +299,16 @@ def plan_broker_config(config: KafkaBrokerConfig, observed: ObservedState, owner
 # --- removal of a deleted resource (the operator's Delete policy) --------------------------------
 
 
-def plan_removal(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig, observed: ObservedState,
-                 ownership: Ownership) -> ResourcePlan:
+def plan_removal(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser | KafkaClientQuota,
+                 observed: ObservedState, ownership: Ownership) -> ResourcePlan:
     """What deleting `resource` with a Delete policy does in Kafka: the topic goes; every binding
-    of the KafkaAcl's principal goes; a KafkaBrokerConfig's owned keys are reset."""
+    of the KafkaAcl's principal goes; a KafkaBrokerConfig's owned keys are reset; a KafkaUser's
+    credential, owned quota keys and (when it manages them) ACL bindings go; a KafkaClientQuota's
+    owned quota keys go."""
+    if isinstance(resource, KafkaUser):
+        return plan_user_removal(resource, observed, ownership)
+    if isinstance(resource, KafkaClientQuota):
+        return plan_client_quota(resource, observed, ownership, removal=True)
     if isinstance(resource, KafkaTopic):
         base = ResourcePlan(resource.source, KAFKA_TOPIC, resource.topic_name, Action.NONE,
                             owner=topic_owner(resource.topic_name))

@@ -5,7 +5,8 @@ One Metadata request for the topics in scope (every topic when pruning, exportin
 snapshot), one batched DescribeConfigs for their configs, asking only for the keys the plan
 compares (declared or owned; the Batcher splits by record budget and broker), one DescribeAcls
 for every binding, one DescribeConfigs per broker-scoped config resource, and one
-ListPartitionReassignments. Reads go through the cluster's Batcher, so that concurrent
+ListPartitionReassignments; when asked, one DescribeUserScramCredentials and one DescribeClientQuotas
+(every user, every entity). Reads go through the cluster's Batcher, so that concurrent
 reconciles (the operator's handlers) share requests.
 
 A read that fails is recorded next to what it concerns (ObservedState's `*_error` fields): only
@@ -25,9 +26,12 @@ from kafkaops.kafka import (
     Batcher,
     ConfigResource,
     KafkaError,
+    QuotaEntity,
+    ScramCredentialInfo,
     TopicInfo,
     UnsupportedFeature,
 )
+from kafkaops.kafka.errors import KafkaRequestError
 from kafkaops.kafka.errors import ErrorCode
 from kafkaops.reconcile.acls import split_acls
 from kafkaops.reconcile.desired import DesiredState
@@ -49,6 +53,8 @@ class ObserveScope:
     acls: bool = False
     broker_keys: frozenset[str] = frozenset()
     reassignments: bool = True
+    scram: bool = False  # every user's SCRAM credentials: one DescribeUserScramCredentials
+    quotas: bool = False  # every client quota: one DescribeClientQuotas
 
     @classmethod
     def for_desired(cls, desired: DesiredState, *, all_topics: bool = False,
@@ -59,9 +65,11 @@ class ObserveScope:
             topics=None if all_topics else desired.topic_names,
             topic_configs={t.topic_name: frozenset(t.config) | owned.keys(topic_owner(t.topic_name))
                            for t in desired.topics},
-            acls=bool(desired.acls),
+            acls=desired.needs_acls,
             broker_keys=frozenset(broker_key(b.broker_id) for b in desired.broker_configs),
             reassignments=bool(desired.topics),
+            scram=desired.needs_scram,
+            quotas=desired.needs_quotas,
         )
 
 
@@ -80,6 +88,8 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
     topics_task = asyncio.ensure_future(_read_topics(batcher, scope))
     acls_task = asyncio.ensure_future(_read_acls(batcher) if scope.acls else _nothing((None, (), None)))
     brokers_task = asyncio.ensure_future(_read_broker_configs(batcher, scope.broker_keys))
+    scram_task = asyncio.ensure_future(_read_scram(batcher) if scope.scram else _nothing((None, None)))
+    quotas_task = asyncio.ensure_future(_read_quotas(batcher) if scope.quotas else _nothing((None, None)))
     infos, all_names, topic_errors = await topics_task
     if scope.topic_configs is None:
         wanted: dict[str, frozenset[str] | None] = dict.fromkeys(infos)
@@ -90,6 +100,7 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
     (acls, unmapped_acls, acls_error), (broker_configs, broker_errors), configs, reassignments = await asyncio.gather(
         acls_task, brokers_task, configs_task, reassign_task
     )
+    (scram, scram_error), (quotas, quotas_error) = await asyncio.gather(scram_task, quotas_task)
     # a concurrent request that lost its connection meanwhile drops the cache (soak: an
     # AssertionError escaped the handlers here); the cluster id and controller are read again
     meta = admin.cached_metadata or await admin.refresh_metadata()
@@ -116,6 +127,10 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
         broker_config_errors=broker_errors,
         reassignments=reassignments,
         topic_errors=topic_errors,
+        scram=scram,
+        scram_error=scram_error,
+        quotas=quotas,
+        quotas_error=quotas_error,
     )
     return ClusterRead(observed, unmapped_acls)
 
@@ -191,6 +206,28 @@ async def _read_acls(
         return None, (), result.error
     by_principal, unmapped = split_acls(result.value)
     return by_principal, unmapped, None
+
+
+async def _read_scram(batcher: Batcher) -> tuple[dict[str, tuple[ScramCredentialInfo, ...]] | None, KafkaError | None]:
+    """Every user's credentials (mechanism + iterations), by one DescribeUserScramCredentials."""
+    try:
+        result = await batcher.describe_all_scram_credentials()
+    except UnsupportedFeature as exc:
+        return None, exc.as_kafka_error()
+    except KafkaRequestError as exc:
+        return None, exc.error
+    return (None, result.error) if result.value is None else (dict(result.value), None)
+
+
+async def _read_quotas(batcher: Batcher) -> tuple[dict[QuotaEntity, dict[str, float]] | None, KafkaError | None]:
+    """Every entity's client quotas, by one DescribeClientQuotas."""
+    try:
+        result = await batcher.describe_all_client_quotas()
+    except UnsupportedFeature as exc:
+        return None, exc.as_kafka_error()
+    except KafkaRequestError as exc:
+        return None, exc.error
+    return (None, result.error) if result.value is None else (dict(result.value), None)
 
 
 async def _read_reassignments(batcher: Batcher) -> dict | None:

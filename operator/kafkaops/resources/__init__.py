@@ -16,8 +16,10 @@ from kafkaops.resources.kinds import (
     GROUP_VERSION,
     KAFKA_ACL,
     KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
     KAFKA_CLUSTER,
     KAFKA_TOPIC,
+    KAFKA_USER,
     KINDS,
 )
 from kafkaops.resources.loader import LoadNote, LoadResult, document_from_custom_resource, load_paths, load_text
@@ -40,6 +42,7 @@ from kafkaops.resources.models import (
     build_resource,
 )
 from kafkaops.resources.topic_configs import TOPIC_CONFIGS, topic_config_default, topic_config_defaults
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser, PasswordSecretRef, ScramAuthentication, ScramType
 from kafkaops.resources.validation import (
     CheckedResource,
     InvalidResourceError,
@@ -54,12 +57,13 @@ from kafkaops.resources.validation import (
 
 __all__ = [
     "API_GROUP", "API_VERSION", "GROUP_VERSION", "KAFKA_ACL", "KAFKA_BROKER_CONFIG", "KAFKA_CLUSTER", "KAFKA_TOPIC",
-    "KINDS", "TOPIC_CONFIGS",
+    "KAFKA_CLIENT_QUOTA", "KAFKA_USER", "KINDS", "TOPIC_CONFIGS",
     "AclBinding", "AclEntry", "AclOperation", "AclPermission", "AllowedNamespace", "CheckedResource", "ClusterRef",
     "DeletionPolicy", "Document", "FrozenDict", "InvalidResourceError", "KafkaAcl", "KafkaBrokerConfig",
     "KafkaCluster", "KafkaClusterSpec", "KafkaTopic", "LoadNote", "LoadResult", "PatternType", "Resource",
     "ResourceRef", "ResourceType", "SaslMechanism", "SaslSpec", "Severity", "Source", "TlsSpec", "TopicDeletion",
-    "ValidatedSet", "ValidationIssue",
+    "ValidatedSet", "ValidationIssue", "KafkaClientQuota", "KafkaUser", "PasswordSecretRef", "ScramAuthentication",
+    "ScramType",
     "build_resource", "check_custom_resource", "document_from_custom_resource", "from_custom_resource",
     "load_and_validate", "load_paths", "load_text", "topic_config_default", "topic_config_defaults",
     "validate_documents", "validate_load", "validate_set",

@@ -140,6 +140,16 @@ def printer_columns(kind: str) -> list[dict[str, Any]]:
             cluster,
             _column("BROKER", "integer", ".spec.brokerId", "Broker id (empty: cluster-wide default)"),
         ],
+        "KafkaUser": [
+            cluster,
+            _column("PRINCIPAL", "string", ".status.principal", "The principal"),
+            _column("MECHANISM", "string", ".status.mechanism", "SCRAM mechanism in Kafka"),
+            _column("SECRET", "string", ".status.secretName", "The Secret holding the password", priority=1),
+        ],
+        "KafkaClientQuota": [
+            cluster,
+            _column("ENTITY", "string", ".status.entity", "The quota entity"),
+        ],
     }[kind]
     return [
         *extra,

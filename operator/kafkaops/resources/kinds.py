@@ -1,4 +1,4 @@
-"""The kafkaops.io API group: its version and the four kinds, with their names.
+"""The kafkaops.io API group: its version and the six kinds, with their names.
 
 `KINDS` is the one table of the kinds' names (plural, singular, short names, schema file): the
 CRDs (resources/crds.py -> crds/), the operator's watches and status writes (k8s/), the demo and
@@ -36,6 +36,8 @@ KAFKA_CLUSTER = "KafkaCluster"
 KAFKA_TOPIC = "KafkaTopic"
 KAFKA_ACL = "KafkaAcl"
 KAFKA_BROKER_CONFIG = "KafkaBrokerConfig"
+KAFKA_USER = "KafkaUser"
+KAFKA_CLIENT_QUOTA = "KafkaClientQuota"
 
 KINDS: dict[str, KindInfo] = {
     info.kind: info
@@ -44,6 +46,8 @@ KINDS: dict[str, KindInfo] = {
         KindInfo(KAFKA_TOPIC, "kafkatopics", "kafkatopic", ("kot",), "kafkatopic.json"),
         KindInfo(KAFKA_ACL, "kafkaacls", "kafkaacl", ("koacl",), "kafkaacl.json"),
         KindInfo(KAFKA_BROKER_CONFIG, "kafkabrokerconfigs", "kafkabrokerconfig", ("kobc",), "kafkabrokerconfig.json"),
+        KindInfo(KAFKA_USER, "kafkausers", "kafkauser", ("kou",), "kafkauser.json"),
+        KindInfo(KAFKA_CLIENT_QUOTA, "kafkaclientquotas", "kafkaclientquota", ("kocq",), "kafkaclientquota.json"),
     )
 }
 

@@ -16,13 +16,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from kafkaops.resources.config_types import normalise_value
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.durations import parse_duration
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_CLUSTER, KAFKA_TOPIC, KAFKA_USER
+
+if TYPE_CHECKING:
+    from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 
 class DeletionPolicy(StrEnum):
@@ -291,7 +294,7 @@ class KafkaBrokerConfig:
         return self.broker_id is None
 
 
-Resource: TypeAlias = KafkaCluster | KafkaTopic | KafkaAcl | KafkaBrokerConfig
+Resource: TypeAlias = "KafkaCluster | KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser | KafkaClientQuota"
 
 
 # --- construction -------------------------------------------------------------
@@ -299,13 +302,17 @@ Resource: TypeAlias = KafkaCluster | KafkaTopic | KafkaAcl | KafkaBrokerConfig
 
 def build_resource(document: Document) -> Resource:
     """The model of a document that passed validation (ValueError for an unknown kind)."""
+    if not _BUILDERS.keys() >= {KAFKA_USER, KAFKA_CLIENT_QUOTA}:
+        from kafkaops.resources.users import build_client_quota, build_user  # users.py builds on this module
+
+        _BUILDERS.update({KAFKA_USER: build_user, KAFKA_CLIENT_QUOTA: build_client_quota})
     builder = _BUILDERS.get(document.kind)
     if builder is None:
         raise ValueError(f"not a kafkaops kind: {document.kind!r}")
     return builder(document)
 
 
-def _meta(document: Document) -> tuple[str, str | None, int | None]:
+def metadata_of(document: Document) -> tuple[str, str | None, int | None]:
     metadata = document.body.get("metadata") or {}
     generation = metadata.get("generation")
     return (
@@ -315,7 +322,7 @@ def _meta(document: Document) -> tuple[str, str | None, int | None]:
     )
 
 
-def _cluster_ref(spec: Mapping[str, Any], namespace: str | None) -> ClusterRef:
+def cluster_ref_of(spec: Mapping[str, Any], namespace: str | None) -> ClusterRef:
     ref = spec["clusterRef"]
     return ClusterRef(ref["name"], ref.get("namespace") or namespace)
 
@@ -325,7 +332,7 @@ def _config(spec: Mapping[str, Any]) -> FrozenDict:
 
 
 def _build_cluster(document: Document) -> KafkaCluster:
-    name, namespace, generation = _meta(document)
+    name, namespace, generation = metadata_of(document)
     spec = document.body["spec"]
     tls = sasl = None
     if (raw := spec.get("tls")) is not None:
@@ -376,7 +383,7 @@ def _build_cluster(document: Document) -> KafkaCluster:
 
 
 def _build_topic(document: Document) -> KafkaTopic:
-    name, namespace, generation = _meta(document)
+    name, namespace, generation = metadata_of(document)
     spec = document.body["spec"]
     assignment = spec.get("replicaAssignment")
     policy = spec.get("deletionPolicy")
@@ -384,7 +391,7 @@ def _build_topic(document: Document) -> KafkaTopic:
         document.source,
         name,
         namespace,
-        _cluster_ref(spec, namespace),
+        cluster_ref_of(spec, namespace),
         spec.get("topicName") or name,
         spec.get("partitions"),
         spec.get("replicationFactor"),
@@ -395,10 +402,9 @@ def _build_topic(document: Document) -> KafkaTopic:
     )
 
 
-def _build_acl(document: Document) -> KafkaAcl:
-    name, namespace, generation = _meta(document)
-    spec = document.body["spec"]
-    entries = tuple(
+def acl_entries(items: list[Mapping[str, Any]]) -> tuple[AclEntry, ...]:
+    """spec.acls of a KafkaAcl (or a KafkaUser's inline rules) as AclEntry values, defaults applied."""
+    return tuple(
         AclEntry(
             ResourceType(item["resource"]["type"]),
             item["resource"]["name"],
@@ -407,24 +413,30 @@ def _build_acl(document: Document) -> KafkaAcl:
             item.get("host", "*"),
             AclPermission(item.get("permission", AclPermission.ALLOW)),
         )
-        for item in spec["acls"]
+        for item in items
     )
+
+
+def _build_acl(document: Document) -> KafkaAcl:
+    name, namespace, generation = metadata_of(document)
+    spec = document.body["spec"]
+    entries = acl_entries(spec["acls"])
     principal = spec["principal"]
     return KafkaAcl(
-        document.source, name, namespace, _cluster_ref(spec, namespace), principal, entries,
+        document.source, name, namespace, cluster_ref_of(spec, namespace), principal, entries,
         expand_bindings(principal, entries), generation,
     )
 
 
 def _build_broker_config(document: Document) -> KafkaBrokerConfig:
-    name, namespace, generation = _meta(document)
+    name, namespace, generation = metadata_of(document)
     spec = document.body["spec"]
     return KafkaBrokerConfig(
-        document.source, name, namespace, _cluster_ref(spec, namespace), spec.get("brokerId"), _config(spec), generation,
+        document.source, name, namespace, cluster_ref_of(spec, namespace), spec.get("brokerId"), _config(spec), generation,
     )
 
 
-_BUILDERS = {
+_BUILDERS: dict[str, Any] = {
     KAFKA_CLUSTER: _build_cluster,
     KAFKA_TOPIC: _build_topic,
     KAFKA_ACL: _build_acl,

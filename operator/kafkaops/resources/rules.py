@@ -13,14 +13,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkaops.resources.acl import (
-    CLUSTER_RESOURCE_NAME,
-    VALID_OPERATIONS,
-    WILDCARD,
-    AclOperation,
-    ResourceType,
-    host_problem,
-    principal_problem,
+from kafkaops.resources.acl_rules import (  # noqa: F401  (the rule names are part of this module's vocabulary)
+    DUPLICATE_ACL_BINDING,
+    INVALID_ACL_HOST,
+    INVALID_CLUSTER_RESOURCE_NAME,
+    INVALID_PRINCIPAL,
+    OPERATION_NOT_VALID,
+    REDUNDANT_ACL_OPERATION,
+    WILDCARD_PREFIXED,
+    check_acl_rules,
 )
 from kafkaops.resources.broker_configs import (
     BROKER_CONFIGS,
@@ -31,8 +32,16 @@ from kafkaops.resources.broker_configs import (
 from kafkaops.resources.config_types import INT_MAX, ConfigType, normalise_value, suggest
 from kafkaops.resources.durations import parse_duration
 from kafkaops.resources.issues import Finding, error, join_path, warning
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.kinds import (
+    KAFKA_ACL,
+    KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
+    KAFKA_CLUSTER,
+    KAFKA_TOPIC,
+    KAFKA_USER,
+)
 from kafkaops.resources.topic_configs import BROKER_SYNONYMS, TOPIC_CONFIGS, suggest_topic_config
+from kafkaops.resources.user_rules import check_client_quota, check_user
 
 # Rule names (also usable as Kubernetes condition reasons).
 INVALID_RESOURCE_NAME = "InvalidResourceName"
@@ -58,13 +67,6 @@ MIN_INSYNC_ABOVE_RF = "MinInsyncAboveReplicationFactor"
 COMPACTION_LAG_CONFLICT = "CompactionLagConflict"
 REMOTE_STORAGE_REQUIRES_DELETE = "RemoteStorageRequiresDeletePolicy"
 LOCAL_RETENTION_EXCEEDS_RETENTION = "LocalRetentionExceedsRetention"
-INVALID_PRINCIPAL = "InvalidPrincipal"
-INVALID_ACL_HOST = "InvalidAclHost"
-OPERATION_NOT_VALID = "OperationNotValidForResource"
-INVALID_CLUSTER_RESOURCE_NAME = "InvalidClusterResourceName"
-DUPLICATE_ACL_BINDING = "DuplicateAclBinding"
-REDUNDANT_ACL_OPERATION = "RedundantAclOperation"
-WILDCARD_PREFIXED = "WildcardWithPrefixedPattern"
 INVALID_BROKER_CONFIG_KEY = "InvalidBrokerConfigKey"
 UNKNOWN_BROKER_CONFIG_KEY = "UnknownBrokerConfigKey"
 
@@ -80,8 +82,6 @@ _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za
 _TOPIC_TO_BROKER = {topic_key: broker_key for broker_key, topic_key in BROKER_SYNONYMS.items()
                     if broker_key.startswith("log.") and broker_key in BROKER_CONFIGS}
 _TOPIC_TO_BROKER["max.message.bytes"] = "message.max.bytes"
-_RESOURCE_TYPES = frozenset(t.value for t in ResourceType)
-_OPERATIONS = frozenset(op.value for op in AclOperation)
 
 
 def check_rules(kind: str, body: Mapping[str, Any]) -> list[Finding]:
@@ -379,56 +379,7 @@ def _check_config_combinations(values: Mapping[str, str], replicas: int | None) 
 
 
 def check_acl(spec: Mapping[str, Any], body: Mapping[str, Any]) -> list[Finding]:
-    findings: list[Finding] = []
-    principal = _str(spec.get("principal"))
-    if principal and (problem := principal_problem(principal)):
-        findings.append(error("spec.principal", problem, INVALID_PRINCIPAL))
-    acls = spec.get("acls")
-    if not isinstance(acls, list):
-        return findings
-    seen: dict[tuple[Any, ...], str] = {}
-    for i, entry in enumerate(acls):
-        if not isinstance(entry, Mapping):
-            continue
-        base = join_path("spec.acls", i)
-        resource = entry.get("resource") if isinstance(entry.get("resource"), Mapping) else {}
-        type_text = _str(resource.get("type"))
-        resource_type = ResourceType(type_text) if type_text in _RESOURCE_TYPES else None
-        name = _str(resource.get("name"))
-        pattern = resource.get("patternType", "Literal")
-        if resource_type == ResourceType.CLUSTER and name is not None and name != CLUSTER_RESOURCE_NAME:
-            findings.append(error(join_path(base, "resource", "name"),
-                                  f"a Cluster resource is always named {CLUSTER_RESOURCE_NAME!r}, not {name!r}",
-                                  INVALID_CLUSTER_RESOURCE_NAME))
-        if name == WILDCARD and pattern == "Prefixed":
-            findings.append(warning(join_path(base, "resource", "name"),
-                                    "'*' with patternType Prefixed matches only names starting with '*'; "
-                                    "use Literal for every resource", WILDCARD_PREFIXED))
-        host = _str(entry.get("host"))
-        if host is not None and (problem := host_problem(host)):
-            findings.append(error(join_path(base, "host"), problem, INVALID_ACL_HOST))
-        operations = entry.get("operations")
-        if not isinstance(operations, list):
-            continue
-        if "All" in operations and len(set(operations)) > 1:
-            findings.append(warning(join_path(base, "operations"),
-                                    "All already grants every operation; the others are redundant",
-                                    REDUNDANT_ACL_OPERATION))
-        for j, op in enumerate(operations):
-            if not isinstance(op, str) or op not in _OPERATIONS:
-                continue
-            path = join_path(base, "operations", j)
-            if resource_type is not None and AclOperation(op) not in VALID_OPERATIONS[resource_type]:
-                allowed = ", ".join(sorted(o.value for o in VALID_OPERATIONS[resource_type]))
-                findings.append(error(path, f"{op} does not apply to a {resource_type} resource (valid: {allowed})",
-                                      OPERATION_NOT_VALID))
-            key = (type_text, name, pattern, host or "*", op, entry.get("permission", "Allow"))
-            if key in seen:
-                findings.append(warning(path, f"the same binding is already listed at {seen[key]}",
-                                        DUPLICATE_ACL_BINDING))
-            else:
-                seen[key] = path
-    return findings
+    return check_acl_rules(spec, "spec.principal", "spec.acls")
 
 
 # --- KafkaBrokerConfig ------------------------------------------------------------
@@ -468,4 +419,6 @@ _BY_KIND: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], list[Findin
     KAFKA_TOPIC: check_topic,
     KAFKA_ACL: check_acl,
     KAFKA_BROKER_CONFIG: check_broker_config,
+    KAFKA_USER: check_user,
+    KAFKA_CLIENT_QUOTA: check_client_quota,
 }

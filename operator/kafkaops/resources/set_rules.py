@@ -13,9 +13,11 @@ from typing import Any
 
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Finding, error, warning
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_CLUSTER, KAFKA_TOPIC, KAFKA_USER
 from kafkaops.resources.models import KafkaCluster
 from kafkaops.resources.rules import collision_key, effective_topic_name
+from kafkaops.resources.user_rules import user_principal
+from kafkaops.resources.users import entity_of, entity_text
 
 UNKNOWN_CLUSTER_REF = "UnknownClusterRef"
 DUPLICATE_CLUSTER = "DuplicateCluster"
@@ -23,6 +25,8 @@ DUPLICATE_RESOURCE_NAME = "DuplicateResourceName"
 DUPLICATE_TOPIC = "DuplicateTopic"
 DUPLICATE_ACL_PRINCIPAL = "DuplicateAclPrincipal"
 DUPLICATE_BROKER_CONFIG = "DuplicateBrokerConfig"
+DUPLICATE_USER = "DuplicateUser"
+DUPLICATE_QUOTA_ENTITY = "DuplicateQuotaEntity"
 TOPIC_NAME_COLLISION = "TopicNameCollision"
 NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
 TOPIC_PREFIX_NOT_ALLOWED = "TopicPrefixNotAllowed"
@@ -99,6 +103,8 @@ def check_set(
     topics: dict[tuple[Any, ...], list[Document]] = defaultdict(list)
     principals: dict[tuple[Any, ...], list[Document]] = defaultdict(list)
     brokers: dict[tuple[Any, ...], list[Document]] = defaultdict(list)
+    users: dict[tuple[Any, ...], list[Document]] = defaultdict(list)
+    quota_entities: dict[tuple[Any, ...], list[Document]] = defaultdict(list)
     collisions: dict[tuple[Any, ...], dict[str, list[Document]]] = defaultdict(lambda: defaultdict(list))
     for doc in documents:
         if doc.kind == KAFKA_CLUSTER:
@@ -123,6 +129,18 @@ def check_set(
             principal = nonempty_str(get_in(doc.body, "spec", "principal"))
             if principal:
                 principals[(cluster_id, principal)].append(doc)
+        elif doc.kind == KAFKA_USER:
+            principal = user_principal(doc.body)
+            if principal:
+                users[(cluster_id, principal)].append(doc)
+                if isinstance(get_in(doc.body, "spec", "acls"), list):  # manages the principal's ACLs
+                    principals[(cluster_id, principal)].append(doc)
+                if isinstance(get_in(doc.body, "spec", "quotas"), Mapping) and principal.startswith("User:"):
+                    quota_entities[(cluster_id, entity_text((("user", principal[5:]),)))].append(doc)
+        elif doc.kind == KAFKA_CLIENT_QUOTA:
+            entity = get_in(doc.body, "spec", "entity")
+            if isinstance(entity, Mapping) and (components := entity_of(entity)):
+                quota_entities[(cluster_id, entity_text(components))].append(doc)
         elif doc.kind == KAFKA_BROKER_CONFIG:
             broker_id = get_in(doc.body, "spec", "brokerId")
             if broker_id is None or (isinstance(broker_id, int) and not isinstance(broker_id, bool)):
@@ -132,7 +150,12 @@ def check_set(
 
     _duplicates(out, topics, lambda key: f"topic {key[1]!r}", DUPLICATE_TOPIC,
                 lambda doc: effective_topic_name(doc.body)[1])
-    _duplicates(out, principals, lambda key: f"the ACLs of {key[1]!r}", DUPLICATE_ACL_PRINCIPAL, "spec.principal")
+    _duplicates(out, principals, lambda key: f"the ACLs of {key[1]!r}", DUPLICATE_ACL_PRINCIPAL,
+                lambda doc: "spec.acls" if doc.kind == KAFKA_USER else "spec.principal")
+    _duplicates(out, users, lambda key: f"KafkaUser {key[1]!r}", DUPLICATE_USER,
+                lambda doc: "spec.principal" if "principal" in doc.body["spec"] else "metadata.name")
+    _duplicates(out, quota_entities, lambda key: f"quota entity {key[1]}", DUPLICATE_QUOTA_ENTITY,
+                lambda doc: "spec.quotas" if doc.kind == KAFKA_USER else "spec.entity")
     _duplicates(out, brokers,
                 lambda key: "the cluster-wide broker config" if key[1] is None else f"the config of broker {key[1]}",
                 DUPLICATE_BROKER_CONFIG, lambda doc: "spec.brokerId" if "brokerId" in doc.body["spec"] else "spec")

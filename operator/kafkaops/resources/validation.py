@@ -28,6 +28,7 @@ from kafkaops.resources.models import (
 from kafkaops.resources.rules import check_rules
 from kafkaops.resources.schema_check import SCHEMA_VIOLATION, check_schema
 from kafkaops.resources.set_rules import check_set
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 
 def _issue(doc: Document, finding: Finding) -> ValidationIssue:
@@ -111,6 +112,12 @@ class ValidatedSet:
 
     def broker_configs(self) -> tuple[KafkaBrokerConfig, ...]:
         return tuple(r for r in self.valid if isinstance(r, KafkaBrokerConfig))
+
+    def users(self) -> tuple[KafkaUser, ...]:
+        return tuple(r for r in self.valid if isinstance(r, KafkaUser))
+
+    def client_quotas(self) -> tuple[KafkaClientQuota, ...]:
+        return tuple(r for r in self.valid if isinstance(r, KafkaClientQuota))
 
 
 def _issue_order(issue: ValidationIssue) -> tuple[Any, ...]:

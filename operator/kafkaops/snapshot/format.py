@@ -9,6 +9,8 @@ snapshots (the fleet pipeline). README.md next to it documents the format for pe
     DIR/<cluster>/topic_configs.parquet  one row per non-default topic config
     DIR/<cluster>/acls.parquet           one row per ACL binding
     DIR/<cluster>/broker_configs.parquet one row per dynamic broker config
+    DIR/<cluster>/scram_credentials.parquet one row per SCRAM credential (mechanism, iterations; no secret)
+    DIR/<cluster>/client_quotas.parquet  one row per quota key of each quota entity
 
 Every table is written even when empty, with exactly its schema in SCHEMAS.
 """
@@ -82,6 +84,21 @@ SCHEMAS: Mapping[str, pa.Schema] = MappingProxyType({
         _nullable("value", _STRING),  # null when sensitive
         _required("source", _STRING),  # DYNAMIC_BROKER_CONFIG | DYNAMIC_DEFAULT_BROKER_CONFIG
         _required("sensitive", pa.bool_()),
+    ]),
+    "scram_credentials": pa.schema([
+        _required("cluster", _STRING),
+        _required("user", _STRING),  # the SCRAM user name (principal User:<user>)
+        _required("mechanism", _STRING),  # SCRAM-SHA-256 | SCRAM-SHA-512
+        _required("iterations", _INT),
+    ]),
+    "client_quotas": pa.schema([
+        _required("cluster", _STRING),
+        _required("entity", _STRING),  # user=alice | client-id=app | user=<default>,client-id=app | ip=10.0.0.1
+        _nullable("user", _STRING),  # the entity's user name; null: no user component, or the default user
+        _nullable("client_id", _STRING),  # likewise for client-id
+        _nullable("ip", _STRING),  # likewise for ip
+        _required("key", _STRING),  # producer_byte_rate, consumer_byte_rate, request_percentage, ...
+        _required("value", pa.float64()),
     ]),
 })
 

@@ -2,8 +2,9 @@
 
 The reads: one read_cluster() (reconcile/read.py) of every topic (one Metadata request for every
 topic, batched DescribeConfigs for their configs), the cluster-wide default and every broker's
-configs, and one DescribeAcls of every binding (those manifests cannot express kept apart, to be
-counted). Leaders and ISRs come from the Metadata response read_cluster() read (cached by the
+configs, one DescribeAcls of every binding (those manifests cannot express kept apart, to be
+counted), one DescribeUserScramCredentials (mechanism and iterations of every credential: Kafka
+describes no secret) and one DescribeClientQuotas. Leaders and ISRs come from the Metadata response read_cluster() read (cached by the
 admin client); only when that was replaced meanwhile is Metadata asked again.
 
 What could not be read is left out of the tables and said in the header's notes.
@@ -24,6 +25,7 @@ from kafkaops.kafka.errors import ErrorCode
 from kafkaops.reconcile.read import ObserveScope, read_cluster
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState
 from kafkaops.snapshot.format import FORMAT, TABLES, VERSION, cluster_name_problem
+from kafkaops.snapshot.principals import principal_rows
 
 Row = dict[str, Any]
 
@@ -43,6 +45,8 @@ class Snapshot:
     topic_configs: tuple[Row, ...] = ()
     acls: tuple[Row, ...] = ()
     broker_configs: tuple[Row, ...] = ()
+    scram_credentials: tuple[Row, ...] = ()
+    client_quotas: tuple[Row, ...] = ()
 
     @property
     def cluster(self) -> str:
@@ -75,6 +79,8 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
         acls=True,
         broker_keys=frozenset({""} | {str(b) for b in meta.brokers}),
         reassignments=False,
+        scram=True,  # every credential's mechanism and iterations (never a secret: Kafka describes no more)
+        quotas=True,
     )
     read = await read_cluster(batcher, scope)
     observed = read.observed
@@ -110,9 +116,11 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
     notes.extend(acl_notes)
     broker_configs, broker_notes = _broker_config_rows(c, observed)
     notes.extend(broker_notes)
+    scram_credentials, client_quotas, principal_notes = principal_rows(c, observed)
+    notes.extend(principal_notes)
 
     rows = {"topics": topics, "partitions": partitions, "topic_configs": topic_configs, "acls": acls,
-            "broker_configs": broker_configs}
+            "broker_configs": broker_configs, "scram_credentials": scram_credentials, "client_quotas": client_quotas}
     header = {
         "format": FORMAT,
         "version": VERSION,

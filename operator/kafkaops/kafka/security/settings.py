@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NoReturn
 
@@ -167,6 +167,12 @@ _HELD_SECRETS: set[str] = set()
 def held_secret_values() -> frozenset[str]:
     """Every non-empty secret value a `SecuritySettings` of this process has held."""
     return frozenset(_HELD_SECRETS)
+
+
+def hold_secrets(secrets: Iterable[Secret]) -> None:
+    """Have `install_redaction` scrub these secrets too (passwords kafkaops sets for others, e.g.
+    KafkaUser credentials), for the life of the process."""
+    _HELD_SECRETS.update(value for secret in secrets if (value := secret.reveal()))
 
 
 def _fail(message: str) -> NoReturn:
