@@ -26,10 +26,8 @@ SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
 
 @pytest.fixture
-async def cluster():
-    async with FakeClusterDouble(brokers=3, tick_interval=None) as double:
-        yield double
-        assert not double.errors
+async def cluster(quiet_fake):
+    return quiet_fake
 
 
 @pytest.fixture

@@ -13,17 +13,14 @@ from kafkaops.kafka import AdminClient, Batcher
 from kafkaops.kafka.apis import Api
 from kafkaops.kafka.models import QuotaAlteration, QuotaEntity, ScramCredentialInfo, ScramDeletion, ScramMechanism
 from kafkaops.kafka.scram import scram_upsertion
-from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 log = logging.getLogger(__name__)
 SHA512 = ScramMechanism.SCRAM_SHA_512
 
 
 @pytest.fixture
-async def cluster():
-    async with FakeClusterDouble(brokers=3, tick_interval=None) as double:
-        yield double
-        assert not double.errors
+async def cluster(quiet_fake):
+    return quiet_fake
 
 
 @pytest.fixture

@@ -131,3 +131,62 @@ async def test_a_password_rotated_in_its_secret_is_used_after_the_cluster_refuse
         statuses = repr(writer.written) + repr(result.status) + repr(context.problem)
         assert old not in statuses and new not in statuses
         await reconciler.close()
+
+
+async def test_a_cluster_status_the_api_refused_is_written_later() -> None:
+    """Soak: the KafkaCluster's status write after a state change was refused (injected 409, 500)
+    and never tried again: the state it reports may not change for hours."""
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        context = reconciler.clusters.contexts()[0]
+        writer.refuse = True
+        reconciler.clusters.mark_down(context, ConnectionError("dropped"))  # down, then up again
+        for _ in range(100):
+            if context.state is Connection.READY and context.reported is None:
+                break
+            await asyncio.sleep(0.05)
+        assert context.reported is None, "the refused report is pending"
+        writer.written.clear()
+        writer.refuse = False
+        for _ in range(100):
+            if writer.cluster_status().get("conditions"):
+                break
+            await asyncio.sleep(0.05)
+        assert condition(writer.cluster_status(), "Ready")["status"] == "True", writer.written
+        await reconciler.close()
+
+
+class ReassignmentsRefusedDouble:
+    """The cluster's reassignment manager when the broker refuses the login at planning time."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    async def plan(self, steps: Any) -> Any:
+        from kafkaops.reconcile import Problem
+
+        return {}, {key: Problem("AuthenticationFailed", "preparing the partition reassignment: SASL refused")
+                    for key, _ in steps}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+async def test_a_login_refused_while_planning_a_replica_change_waits_for_the_cluster() -> None:
+    """Soak: the refusal came while the reassignment was being prepared; the topic went Stalled
+    (AuthenticationFailed is not retriable by itself) and stayed so after the cluster came back."""
+    async with FakeClusterDouble(brokers=3) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        topic = catalog.add(topic_body("grow-rf", 1, 1))
+        assert condition(await reconciler.reconcile(topic), "Ready")["status"] == "True"
+        context = reconciler.clusters.contexts()[0]
+        context.reassignments = ReassignmentsRefusedDouble(context.reassignments)
+        topic["spec"]["replicationFactor"], topic["metadata"]["generation"] = 2, 2
+        result = await reconciler.reconcile(topic)
+        assert condition(result, "Stalled")["status"] == "False", result.status
+        assert condition(result, "Reconciling")["reason"] == "ClusterNotReady" and result.waits_for == ("team", "main")
+        await reconciler.close()

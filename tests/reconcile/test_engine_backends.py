@@ -212,6 +212,22 @@ async def test_replication_factor_change_runs_as_a_throttled_reassignment_with_p
     assert by_name(again)["moving"].state is State.UNCHANGED
 
 
+async def test_partitions_and_replication_factor_changed_together_reach_both(fake) -> None:
+    """Soak: partitions up and a new replication factor in one edit made CreatePartitions send the
+    new partitions at the new factor, which Kafka refuses (INVALID_REPLICA_ASSIGNMENT) while the
+    existing partitions still have the old one; the resource stayed Stalled."""
+    cluster, admin = fake
+    await admin.create_topics([NewTopic("both", 2, 1)])
+    eng = Engine(Batcher(admin, linger=0.01), cluster="test", settings=FAST_WAIT,
+                 reassignment=ReassignmentSettings(poll_interval=0.02))
+    report = await eng.reconcile(desired(kafka_cluster(), topic("both", 4, 2)))
+    outcome = by_name(report)["both"]
+    assert outcome.state is State.APPLIED and outcome.problem is None, outcome
+    info = (await admin.describe_topics(["both"]))["both"].value
+    assert len(info.partitions) == 4 and all(len(set(p.replicas)) == 2 for p in info.partitions), info.partitions
+    assert by_name(await eng.reconcile(desired(kafka_cluster(), topic("both", 4, 2))))["both"].state is State.UNCHANGED
+
+
 async def test_replica_change_without_reassignment_apis_is_unsupported_and_the_rest_applies() -> None:
     async with FakeClusterDouble(brokers=3, disabled_apis={45, 46}) as cluster:
         async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:

@@ -68,3 +68,33 @@ def test_only_read_cluster_reads_acls_outside_the_admin_client() -> None:
         if found:
             readers[rel] = found
     assert list(readers) == ["reconcile/read.py"], readers
+
+
+class BatcherDroppingMetadataDouble(Batcher):
+    """A Batcher whose topic read is followed by another request losing its connection, which
+    drops the admin client's metadata cache (what the soak met under dropped connections)."""
+
+    async def describe_topics(self, names):  # type: ignore[override]
+        results = await super().describe_topics(names)
+        self.admin._metadata = None  # noqa: SLF001 - what AdminClient._execute does on a lost connection
+        return results
+
+
+async def test_a_metadata_cache_dropped_mid_read_is_read_again() -> None:
+    """Soak: read_cluster asserted the metadata cache was still there after its concurrent reads;
+    a request that lost its connection meanwhile had dropped it, and an AssertionError escaped the
+    operator's handlers. The engine's ownership key (the cluster id) stays the same throughout."""
+    from kafkaops.reconcile import Engine
+
+    async with FakeClusterDouble(brokers=3, tick_interval=None) as double:
+        async with AdminClient.connect(double.bootstrap, linger=0.01) as admin:
+            assert (await admin.create_topics([NewTopic("orders", 1, 1)])).all_ok
+            batcher = BatcherDroppingMetadataDouble(admin, linger=0.0)
+            engine = Engine(batcher, cluster="named")
+            key = engine.state_key()
+            scope = ObserveScope(topics=frozenset({"orders"}), topic_configs=None, acls=False,
+                                 broker_keys=frozenset(), reassignments=False)
+            read = await read_cluster(batcher, scope)
+            assert admin.cached_metadata is not None and read.observed.cluster_id == double.cluster_id
+            admin._metadata = None  # noqa: SLF001
+            assert engine.state_key() == key == double.cluster_id, "not the name: ownership stays where it is"

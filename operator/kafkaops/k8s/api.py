@@ -15,8 +15,10 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from kafkaops.k8s.kinds import GROUP, VERSION
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 
-# answers a busy or restarting API server gives; the same write a moment later succeeds
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+# answers a busy or restarting API server gives; the same write a moment later succeeds. 409 too:
+# the status and annotation merge patches here carry no resourceVersion (no precondition), so a
+# conflict is the server's own (an etcd update race), gone on the next attempt
+TRANSIENT_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 
 
 def transient(exc: BaseException) -> bool:
@@ -25,6 +27,11 @@ def transient(exc: BaseException) -> bool:
     if isinstance(status, int):
         return status in TRANSIENT_STATUSES
     return isinstance(exc, OSError) or type(exc).__module__.startswith("urllib3")
+
+
+def _retrying(attempts: int) -> AsyncRetrying:
+    return AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
+                         wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
 
 
 class KubernetesApi:
@@ -99,9 +106,11 @@ class KubernetesApi:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural, name,
-                {"metadata": {"annotations": dict(annotations)}})
+            async for attempt in _retrying(5):
+                with attempt:
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural,
+                        name, {"metadata": {"annotations": dict(annotations)}})
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -112,10 +121,8 @@ class KubernetesApi:
         API failures (429, 5xx, connection) are retried with backoff; the last one is raised."""
         from kubernetes.client.exceptions import ApiException
 
-        retrying = AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
-                                 wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
         try:
-            async for attempt in retrying:
+            async for attempt in _retrying(attempts):
                 with attempt:
                     await asyncio.get_running_loop().run_in_executor(
                         self._writers, self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,

@@ -321,6 +321,8 @@ class Reconciler(Resync):
         assert context.engine is not None and context.reassignments is not None
         plans, problems = await context.reassignments.plan([(model.source, step) for step in steps])
         if (problem := problems.get(model.source)) is not None:
+            if problem.reason in CONNECTION_LOST:  # e.g. a rotated password: wait for the cluster, not Stalled
+                return self._connection_lost(body, context, ConnectionError(problem.message), problem.reason)
             return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
                                               problem.reason, problem.message))
         plan = plans.get(model.source)
@@ -470,13 +472,25 @@ class Reconciler(Resync):
     async def cluster_state_changed(self, context: ClusterContext) -> None:
         """The listener of every context: the KafkaCluster's status and Event follow the connection;
         the waiting resources run when it connects; Ready ones are told once when it goes down."""
-        body = self.catalog.cluster(context.key)
-        if body is not None and self.status_writer is not None:
-            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
+        await self._report(context)
         if context.state is Connection.READY:
             await self.run_waiting(context.key)
         elif context.state is Connection.DOWN:
             await self._mark_waiting(context)
+
+    async def _report(self, context: ClusterContext) -> None:
+        """The KafkaCluster's status for its connection's state; refused after its retries, it is
+        written again later (not never: the state it reports may not change again for hours)."""
+        body = self.catalog.cluster(context.key)
+        if body is None or self.status_writer is None or self.clusters.get(context.key) is not context:
+            return
+        try:
+            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
+        except Exception as exc:  # noqa: BLE001 - logged; retried below
+            context.reported = None
+            log.warning("KafkaCluster %s/%s: writing its status failed (%s: %s); trying again in %gs",
+                        *context.key, type(exc).__name__, exc, self.retry_delay)
+            self._later(self.retry_delay, lambda: self._report(context))
 
     async def _mark_waiting(self, context: ClusterContext) -> None:
         """An outage: every settled resource of the cluster goes Reconciling (ClusterNotReady) once,

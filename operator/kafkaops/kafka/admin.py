@@ -495,7 +495,7 @@ class AdminClient(PrincipalCalls):
             Api.ALTER_PARTITION_REASSIGNMENTS,
             Route.CONTROLLER,
             lambda p: m.encode_alter_reassignments(p, timeout),
-            lambda r, _p: m.decode_alter_reassignments(r),
+            lambda r, p: m.decode_alter_reassignments(r, p),
             write=True,
         )
         results, _ = await self._execute(call, ((tp, None if r is None else tuple(r)) for tp, r in targets.items()))
@@ -523,7 +523,8 @@ class AdminClient(PrincipalCalls):
                 Api.ELECT_LEADERS,
                 Route.CONTROLLER,
                 lambda _p: m.encode_elect_leaders(None, timeout),
-                lambda r, _p: {m.WHOLE: ItemResult(m.decode_elect_leaders(r))},
+                lambda r, _p: {m.WHOLE: ItemResult(None, top) if (top := m.elect_leaders_error(r))
+                               else ItemResult(m.decode_elect_leaders(r))},
                 write=True,
             )
             results, _ = await self._execute(call_all, [(m.WHOLE, None)])
@@ -532,7 +533,7 @@ class AdminClient(PrincipalCalls):
             Api.ELECT_LEADERS,
             Route.CONTROLLER,
             lambda p: m.encode_elect_leaders(list(p), timeout),
-            lambda r, _p: m.decode_elect_leaders(r),
+            lambda r, p: m.decode_elect_leaders(r, p),
             write=True,
         )
         results, _ = await self._execute(call, ((tp, None) for tp in partitions))

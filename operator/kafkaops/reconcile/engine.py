@@ -90,6 +90,7 @@ class Engine:
         self.batcher = batcher
         self.store: OwnershipStore = ownership or NoOwnershipStore()
         self.cluster = cluster
+        self._cluster_id: str | None = None  # once seen: the metadata cache may be dropped meanwhile
         self.settings = settings or EngineSettings()
         if reassignment is not None:
             self.settings = replace(self.settings, reassignment=reassignment)
@@ -104,7 +105,9 @@ class Engine:
         """Where this cluster's ownership is kept: its cluster id (else the name or bootstrap)."""
         meta = self.batcher.admin.cached_metadata
         if meta is not None and meta.cluster_id:
-            return meta.cluster_id
+            self._cluster_id = meta.cluster_id
+        if self._cluster_id:
+            return self._cluster_id  # stable: a request that lost its connection drops the cache
         return self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
 
     async def observe(self, desired: DesiredState, *, all_topics: bool = False,

@@ -101,8 +101,9 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
         acls_task, brokers_task, configs_task, reassign_task
     )
     (scram, scram_error), (quotas, quotas_error) = await asyncio.gather(scram_task, quotas_task)
-    meta = admin.cached_metadata
-    assert meta is not None
+    # a concurrent request that lost its connection meanwhile drops the cache (soak: an
+    # AssertionError escaped the handlers here); the cluster id and controller are read again
+    meta = admin.cached_metadata or await admin.refresh_metadata()
     topics = {
         name: ObservedTopic(
             name,
