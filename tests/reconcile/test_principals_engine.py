@@ -170,3 +170,19 @@ async def test_many_users_share_a_few_alter_requests(cluster) -> None:
     assert report.counts() == {"applied": count}
     assert requests <= 2
     assert len(cluster.state.principals.scram) == count
+
+
+async def test_a_credential_that_cannot_be_salted_fails_its_user_only(cluster) -> None:
+    from dataclasses import replace
+
+    base = manifests()
+    alice = next(u for u in base.users if u.name == "alice")
+    bad = replace(alice, authentication=replace(alice.authentication, iterations=100))  # below Kafka's 4096
+    state = DesiredState.of([bad, *(u for u in base.users if u.name == "bob")], None, base.passwords)
+    async with AdminClient.connect(cluster.bootstrap) as admin:
+        report = await Engine(Batcher(admin), cluster="dev", settings=FAST).reconcile(state, OPTIONS)
+    by_name = {o.name: o for o in report.outcomes}
+    assert by_name["User:alice"].state is State.FAILED and by_name["User:alice"].problem.reason == "InvalidCredential"
+    assert "iterations 100 is outside Kafka's range" in by_name["User:alice"].problem.message
+    assert PASSWORD not in by_name["User:alice"].problem.message
+    assert by_name["User:bob"].state is State.APPLIED and set(cluster.state.principals.scram) == {"bob"}
