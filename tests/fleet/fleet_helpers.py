@@ -97,11 +97,15 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
 
 def write_snapshot(root: Path, cluster: str, topics: Iterable[SnapTopic] = (), acls: Iterable[tuple] = (),
                    broker_configs: Iterable[tuple[str, str, str, str]] = (), brokers: Sequence[int] = (0,),
-                   header: Mapping[str, Any] | None = None, cluster_id: str | None = None) -> Path:
-    """A snapshot directory root/cluster/ with the five tables and a header.
+                   header: Mapping[str, Any] | None = None, cluster_id: str | None = None,
+                   scram: Iterable[tuple[str, str, int]] = (), quotas: Iterable[tuple] = (),
+                   principal_tables: bool = True) -> Path:
+    """A snapshot directory root/cluster/ with the seven tables and a header (the five of a
+    snapshot taken before users and quotas when `principal_tables` is false).
 
     acls: (principal, resource_type, resource_name, pattern_type, operation, permission, host);
-    broker_configs: (broker, key, value, source)."""
+    broker_configs: (broker, key, value, source); scram: (user, mechanism, iterations);
+    quotas: (entity, user, client_id, ip, key, value)."""
     base = root / cluster
     base.mkdir(parents=True, exist_ok=True)
     topic_rows, part_rows, config_rows = [], [], []
@@ -123,8 +127,14 @@ def write_snapshot(root: Path, cluster: str, topics: Iterable[SnapTopic] = (), a
                           "host"), a), cluster=cluster) for a in acls]
     broker_rows = [{"cluster": cluster, "broker": b, "key": k, "value": v, "source": s, "sensitive": False}
                    for b, k, v, s in broker_configs]
-    for name, rows in (("topics", topic_rows), ("partitions", part_rows), ("topic_configs", config_rows),
-                       ("acls", acl_rows), ("broker_configs", broker_rows)):
+    tables = [("topics", topic_rows), ("partitions", part_rows), ("topic_configs", config_rows),
+              ("acls", acl_rows), ("broker_configs", broker_rows)]
+    if principal_tables:
+        tables.append(("scram_credentials", [{"cluster": cluster, "user": u, "mechanism": m, "iterations": i}
+                                             for u, m, i in scram]))
+        tables.append(("client_quotas", [dict(zip(("entity", "user", "client_id", "ip", "key", "value"), q),
+                                              cluster=cluster) for q in quotas]))
+    for name, rows in tables:
         pq.write_table(_table(name, rows), base / f"{name}.parquet")
     data = {"format": "kafkaops-snapshot", "version": 1, "cluster": cluster, "clusterId": cluster_id,
             "bootstrap": "127.0.0.1:9092", "controllerId": brokers[0] if brokers else -1,
@@ -150,3 +160,23 @@ async def take_snapshot(bootstrap: str, cluster: str, root: Path) -> Path:
     finally:
         await admin.close()
     return snapshot_write(taken, root)
+
+
+def user(name: str, cluster: str | None = "c1", mechanism: str | None = "scram-sha-512",
+         namespace: str | None = None, **spec: Any) -> dict[str, Any]:
+    """A KafkaUser; `mechanism` None: no credential (quotas / ACLs only)."""
+    body: dict[str, Any] = {}
+    if cluster is not None:
+        body["clusterRef"] = {"name": cluster}
+    if mechanism is not None:
+        body["authentication"] = {"type": mechanism, **spec.pop("authentication", {})}
+    body.update(spec)
+    return doc("KafkaUser", name, body, namespace)
+
+
+def client_quota(name: str, entity: dict[str, Any], quotas: dict[str, Any], cluster: str | None = "c1",
+                 namespace: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"entity": entity, "quotas": quotas}
+    if cluster is not None:
+        body["clusterRef"] = {"name": cluster}
+    return doc("KafkaClientQuota", name, body, namespace)

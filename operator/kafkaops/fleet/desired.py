@@ -3,8 +3,8 @@
 1. The files are listed and read by Spark (`*.yaml`/`*.yml`, recursively, any Hadoop path);
    each file is one row, parsed in a task by documents.parse_files (per-document checks).
 2. The checks that need the whole set run as aggregations over the parsed documents:
-   duplicates (topic, principal, broker config per cluster; KafkaCluster names; kind/namespace/
-   name), unknown clusterRefs (when the tree declares KafkaClusters), allowedNamespaces and
+   duplicates (topic, ACL principal, KafkaUser, quota entity, broker config per cluster; KafkaCluster
+   names; kind/namespace/name), unknown clusterRefs (when the tree declares KafkaClusters), allowedNamespaces and
    topicPrefixes admission, and the '.'/'_' topic-name collision warning.
 3. What is valid becomes the desired tables (topics, ACL bindings, broker configs, clusters);
    every issue goes to the issues table, named by file, document index and field path.
@@ -17,13 +17,22 @@ from typing import TYPE_CHECKING
 
 from kafkaops.fleet.documents import DOC_COLUMNS, parse_files
 from kafkaops.fleet.errors import FleetError
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.kinds import (
+    KAFKA_ACL,
+    KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
+    KAFKA_CLUSTER,
+    KAFKA_TOPIC,
+    KAFKA_USER,
+)
 from kafkaops.resources.set_rules import (
     DUPLICATE_ACL_PRINCIPAL,
     DUPLICATE_BROKER_CONFIG,
     DUPLICATE_CLUSTER,
+    DUPLICATE_QUOTA_ENTITY,
     DUPLICATE_RESOURCE_NAME,
     DUPLICATE_TOPIC,
+    DUPLICATE_USER,
     NAMESPACE_NOT_ALLOWED,
     TOPIC_NAME_COLLISION,
     TOPIC_PREFIX_NOT_ALLOWED,
@@ -40,6 +49,7 @@ def doc_schema():  # -> StructType (pyspark imported lazily)
     from pyspark.sql.types import (
         ArrayType,
         BooleanType,
+        DoubleType,
         IntegerType,
         MapType,
         StringType,
@@ -60,6 +70,9 @@ def doc_schema():  # -> StructType (pyspark imported lazily)
         "deletion_policy": s, "principal": s, "bindings": ArrayType(binding), "broker_id": i, "has_broker_id": b,
         "bootstrap": ArrayType(s), "max_deletions": i, "allowed_namespaces": ArrayType(allowed),
         "lines": MapType(s, i), "field_lines": MapType(s, i), "issues": ArrayType(issue),
+        "mechanism": s, "iterations": i, "password_source": s, "secret_name": s, "quotas": MapType(s, DoubleType()),
+        "entity": ArrayType(StructType([StructField("type", s), StructField("name", s)])), "quota_entity": s,
+        "manages_acls": b, "principal_path": s,
     }
     return StructType([StructField(c, types[c]) for c in DOC_COLUMNS])
 
@@ -71,10 +84,14 @@ class Desired:
     docs: DataFrame  # every document row (valid or not), with its own issues
     issues: DataFrame  # file, index, kind, namespace, name, cluster, severity, rule, path, line, message
     topics: DataFrame  # valid KafkaTopics
-    acls: DataFrame  # valid KafkaAcls (one row per principal, bindings array)
-    bindings: DataFrame  # the valid KafkaAcls' bindings, one row each
+    acls: DataFrame  # valid KafkaAcls and KafkaUsers with inline ACL rules (one row per principal, `kind`,
+    # bindings array)
+    bindings: DataFrame  # their bindings, one row each
     broker_configs: DataFrame
     clusters: DataFrame  # valid KafkaClusters
+    users: DataFrame | None = None  # valid KafkaUsers: principal, mechanism, iterations, password_source,
+    # secret_name, quotas (null: not managed), bindings (null: ACLs not managed)
+    client_quotas: DataFrame | None = None  # valid KafkaClientQuotas: quota_entity, entity, quotas
     valid: DataFrame | None = None  # the valid documents (cached), which the tables above select from;
     # with `line` (where the document starts) and `field_lines` (field -> line, for the report's links)
 
@@ -134,8 +151,11 @@ def _suspects(docs: DataFrame) -> DataFrame:
                F.xxhash64(F.lit("N"), kind, col("namespace"), col("name"))),
         F.when(member & (kind == KAFKA_TOPIC) & col("topic_name").isNotNull(),
                F.xxhash64(F.lit("T"), col("cluster"), F.translate(col("topic_name"), ".", "_"))),
-        F.when(member & (kind == KAFKA_ACL) & col("principal").isNotNull(),
-               F.xxhash64(F.lit("A"), col("cluster"), col("principal"))),
+        F.when(member & ((kind == KAFKA_ACL) | ((kind == KAFKA_USER) & col("manages_acls")))
+               & col("principal").isNotNull(), F.xxhash64(F.lit("A"), col("cluster"), col("principal"))),
+        F.when(member & (kind == KAFKA_USER) & col("principal").isNotNull(),
+               F.xxhash64(F.lit("U"), col("cluster"), col("principal"))),
+        F.when(member & col("quota_entity").isNotNull(), F.xxhash64(F.lit("Q"), col("cluster"), col("quota_entity"))),
         F.when(member & (kind == KAFKA_BROKER_CONFIG),
                F.xxhash64(F.lit("B"), col("cluster"), F.coalesce(col("broker_id").cast("string"), F.lit("")))),
     )
@@ -180,9 +200,17 @@ def set_issues(docs: DataFrame, clusters: list[tuple[str, str | None]]) -> DataF
         identity(DUPLICATE_TOPIC, member & (kind == KAFKA_TOPIC) & col("topic_name").isNotNull(),
                  F.concat_ws("\u0000", col("cluster"), col("topic_name")),
                  F.concat(F.lit("topic "), quoted("topic_name")), col("topic_name_path")),
-        identity(DUPLICATE_ACL_PRINCIPAL, member & (kind == KAFKA_ACL) & col("principal").isNotNull(),
+        identity(DUPLICATE_ACL_PRINCIPAL, member & ((kind == KAFKA_ACL) | ((kind == KAFKA_USER) & col("manages_acls")))
+                 & col("principal").isNotNull(), F.concat_ws("\u0000", col("cluster"), col("principal")),
+                 F.concat(F.lit("the ACLs of "), quoted("principal")),
+                 F.when(kind == KAFKA_USER, F.lit("spec.acls")).otherwise(F.lit("spec.principal"))),
+        identity(DUPLICATE_USER, member & (kind == KAFKA_USER) & col("principal").isNotNull(),
                  F.concat_ws("\u0000", col("cluster"), col("principal")),
-                 F.concat(F.lit("the ACLs of "), quoted("principal")), F.lit("spec.principal")),
+                 F.concat(F.lit("KafkaUser "), quoted("principal")), col("principal_path")),
+        identity(DUPLICATE_QUOTA_ENTITY, member & col("quota_entity").isNotNull(),
+                 F.concat_ws("\u0000", col("cluster"), col("quota_entity")),
+                 F.concat(F.lit("quota entity "), col("quota_entity")),
+                 F.when(kind == KAFKA_USER, F.lit("spec.quotas")).otherwise(F.lit("spec.entity"))),
         identity(DUPLICATE_BROKER_CONFIG, member & (kind == KAFKA_BROKER_CONFIG)
                  & (col("broker_id").isNotNull() | ~col("has_broker_id")),
                  F.concat_ws("\u0000", col("cluster"), broker),
@@ -301,20 +329,28 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     issues = own.unionByName(across.select(own.columns)).persist(StorageLevel.MEMORY_AND_DISK)
     rejected = issues.filter(col("severity") == "error").select("file", "index").distinct()
     valid = (docs.filter(col("valid")).join(F.broadcast(rejected), ["file", "index"], "left_anti")
-             .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id")
+             .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id", "principal_path")
              .persist(StorageLevel.MEMORY_AND_DISK))
     topics = valid.filter(col("kind") == KAFKA_TOPIC).select(
         "cluster", col("topic_name").alias("topic"), "partitions", "replication_factor", "replica_assignment",
         "config", "deletion_policy", "file", "index", "namespace", "name", "ref_namespace",
     )
-    acls = valid.filter(col("kind") == KAFKA_ACL).select(
-        "cluster", "principal", "bindings", "file", "index", "namespace", "name", "ref_namespace")
+    # a KafkaUser's inline ACL rules are the ACLs of its principal, exactly like a KafkaAcl's
+    acls = valid.filter((col("kind") == KAFKA_ACL) | ((col("kind") == KAFKA_USER) & col("bindings").isNotNull())).select(
+        "cluster", "kind", "principal", "bindings", "file", "index", "namespace", "name", "ref_namespace")
     bindings = acls.select("cluster", "principal", "file", F.explode("bindings").alias("b")).select(
         "cluster", "principal", "b.resource_type", "b.resource_name", "b.pattern_type", "b.operation",
         "b.permission", "b.host", "file")
+    users = valid.filter(col("kind") == KAFKA_USER).select(
+        "cluster", "principal", "mechanism", "iterations", "password_source", "secret_name", "quotas", "bindings",
+        "quota_entity", "deletion_policy", "file", "index", "namespace", "name", "ref_namespace")
+    client_quotas = valid.filter(col("kind") == KAFKA_CLIENT_QUOTA).select(
+        "cluster", "quota_entity", "entity", "quotas", "deletion_policy", "file", "index", "namespace", "name",
+        "ref_namespace")
     broker_configs = valid.filter(col("kind") == KAFKA_BROKER_CONFIG).select(
         "cluster", "broker_id", "config", "file", "index", "namespace", "name", "ref_namespace")
     kafka_clusters = valid.filter(col("kind") == KAFKA_CLUSTER).select(
         "cluster", "namespace", "bootstrap", "deletion_policy", "max_deletions", "allowed_namespaces", "file",
         "index", "name")
-    return Desired(docs, issues, topics, acls, bindings, broker_configs, kafka_clusters, valid)
+    return Desired(docs, issues, topics, acls, bindings, broker_configs, kafka_clusters, valid=valid, users=users,
+                   client_quotas=client_quotas)

@@ -26,12 +26,22 @@ from typing import Any
 
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Finding, Severity, ValidationIssue
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC, KINDS
+from kafkaops.resources.kinds import (
+    KAFKA_ACL,
+    KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
+    KAFKA_CLUSTER,
+    KAFKA_TOPIC,
+    KAFKA_USER,
+    KINDS,
+)
 from kafkaops.resources.loader import load_text
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, build_resource
 from kafkaops.resources.rules import check_rules, effective_topic_name
 from kafkaops.resources.schemas import schema_predicate
 from kafkaops.resources.set_rules import get_in, nonempty_str
+from kafkaops.resources.user_rules import user_principal
+from kafkaops.resources.users import KafkaClientQuota, KafkaUser, entity_of, entity_text
 from kafkaops.resources.validation import check_document
 
 CLUSTER_REF_OUTSIDE_DIRECTORY = "ClusterRefOutsideDirectory"
@@ -43,16 +53,20 @@ DOC_COLUMNS = (
     "topic_name", "topic_name_path", "partitions", "replication_factor", "replica_assignment", "config",
     "deletion_policy", "principal", "bindings", "broker_id", "has_broker_id",
     "bootstrap", "max_deletions", "allowed_namespaces", "lines", "field_lines", "issues",
+    # KafkaUser / KafkaClientQuota (never a password: where it comes from, and the credential's shape)
+    "mechanism", "iterations", "password_source", "secret_name", "quotas", "entity", "quota_entity",
+    "manages_acls", "principal_path",
 )
 _LINE_PATHS = ("metadata.name", "spec.topicName", "spec.principal", "spec.brokerId", "spec.clusterRef.name",
-               "spec.clusterRef", "spec")
+               "spec.clusterRef", "spec", "spec.acls", "spec.quotas", "spec.entity", "spec.authentication")
 
 
 # The report links each finding to the line that declares it: field (as the plan, drift and policy
 # outputs name it) -> the manifest's field path.
 _FIELD_PATHS = {"resource": "metadata.name", "partitions": "spec.partitions",
                 "replicationFactor": "spec.replicationFactor", "replicaAssignment": "spec.replicaAssignment",
-                "acl": "spec.acls", "config": "spec.config"}
+                "acl": "spec.acls", "config": "spec.config", "credential": "spec.authentication",
+                "quota": "spec.quotas", "entity": "spec.entity"}
 
 
 def field_lines(doc: Document, body: Any) -> dict[str, int]:
@@ -61,11 +75,12 @@ def field_lines(doc: Document, body: Any) -> dict[str, int]:
     lines = {field: line for field, path in _FIELD_PATHS.items() if (line := doc.lines.get(path)) is not None}
     if (line := doc.lines.get("spec.topicName", lines.get("resource"))) is not None:
         lines["topic"] = line
-    config = get_in(body, "spec", "config")
-    if isinstance(config, Mapping):
-        for key in config:
-            if (line := doc.lines.get(f"spec.config.{key}")) is not None:
-                lines[f"config.{key}"] = line
+    for section in ("config", "quotas"):
+        held = get_in(body, "spec", section)
+        if isinstance(held, Mapping):
+            for key in held:
+                if (line := doc.lines.get(f"spec.{section}.{key}")) is not None:
+                    lines[f"{section.rstrip('s')}.{key}"] = line
     return lines
 
 
@@ -123,7 +138,7 @@ def _empty_row(file: str, index: int | None, kind: str | None, namespace: str | 
                cluster: str | None, cluster_from: str | None, issues: list[tuple[Any, ...]]) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(DOC_COLUMNS)
     row.update(file=file, index=index, kind=kind, namespace=namespace, name=name, cluster=cluster,
-               cluster_from=cluster_from, valid=False, has_broker_id=False, issues=issues)
+               cluster_from=cluster_from, valid=False, has_broker_id=False, manages_acls=False, issues=issues)
     return row
 
 
@@ -177,12 +192,11 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
     elif kind == KAFKA_ACL:
         row["principal"] = nonempty_str(get_in(body, "spec", "principal"))
         if isinstance(model, KafkaAcl):
-            row["bindings"] = [
-                {"resource_type": str(b.resource_type), "resource_name": b.resource_name,
-                 "pattern_type": str(b.pattern_type), "host": b.host, "operation": str(b.operation),
-                 "permission": str(b.permission)}
-                for b in sorted(model.bindings)
-            ]
+            row["bindings"] = _bindings(model.bindings)
+    elif kind == KAFKA_USER:
+        principal_fields(row, body, model if isinstance(model, KafkaUser) else None)
+    elif kind == KAFKA_CLIENT_QUOTA:
+        quota_fields(row, body, model if isinstance(model, KafkaClientQuota) else None)
     elif kind == KAFKA_BROKER_CONFIG:
         spec = get_in(body, "spec")
         broker = get_in(body, "spec", "brokerId")
@@ -199,6 +213,46 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
                                      [{"namespace": a.namespace, "topic_prefixes": list(a.topic_prefixes)}
                                       for a in spec.allowed_namespaces])
     return row
+
+
+def _bindings(bindings: Iterable[Any]) -> list[dict[str, Any]]:
+    return [{"resource_type": str(b.resource_type), "resource_name": b.resource_name,
+             "pattern_type": str(b.pattern_type), "host": b.host, "operation": str(b.operation),
+             "permission": str(b.permission)} for b in sorted(bindings)]
+
+
+def principal_fields(row: dict[str, Any], body: Any, user: KafkaUser | None) -> None:
+    """A KafkaUser's row: its principal and, raw (so duplicates are found among invalid documents
+    too), whether it manages the principal's ACLs and its user quota entity; when valid, the
+    credential's mechanism, iterations and password source (`passwordSecretRef` or `generated`, and
+    the Secret's name: never a password), its quotas and its inline ACL rules as bindings."""
+    principal = user_principal(body) if isinstance(body, Mapping) else None
+    spec = get_in(body, "spec")
+    row["principal"] = principal
+    row["principal_path"] = "spec.principal" if isinstance(spec, Mapping) and "principal" in spec else "metadata.name"
+    row["manages_acls"] = isinstance(get_in(body, "spec", "acls"), list)
+    if isinstance(get_in(body, "spec", "quotas"), Mapping) and principal and principal.startswith("User:"):
+        row["quota_entity"] = entity_text((("user", principal[len("User:"):]),))
+    if user is None:
+        return
+    auth = user.authentication
+    if auth is not None:
+        row["mechanism"] = auth.type.sasl_name
+        row["iterations"] = auth.iterations
+        row["password_source"] = "generated" if auth.generated else "passwordSecretRef"
+        row["secret_name"] = auth.secret_name
+    row["quotas"] = None if user.quotas is None else dict(user.quotas)
+    row["bindings"] = _bindings(user.bindings) if user.manages_acls else None
+
+
+def quota_fields(row: dict[str, Any], body: Any, quota: KafkaClientQuota | None) -> None:
+    """A KafkaClientQuota's row: its entity (text, raw; components when valid) and quotas."""
+    entity = get_in(body, "spec", "entity")
+    if isinstance(entity, Mapping) and (components := entity_of(entity)):
+        row["quota_entity"] = entity_text(components)
+    if quota is not None:
+        row["entity"] = [{"type": t, "name": n} for t, n in quota.entity]
+        row["quotas"] = dict(quota.quotas)
 
 
 def parse_file(file: str, text: str) -> Iterator[dict[str, Any]]:

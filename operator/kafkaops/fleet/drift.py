@@ -13,10 +13,16 @@ sensitivity rule (`is_sensitive`). `run` selects those rows from the plan stage'
 | KafkaTopic | `config.<key>` (declared keys) | declared value | the value in effect; `observed_source` says where it comes from (`DYNAMIC_TOPIC_CONFIG`: the topic's own override; `DEFAULT_CONFIG`: Kafka's default, the snapshot having no override) |
 | KafkaAcl | `acl` | a declared binding the cluster lacks (observed null) | a binding of that principal the cluster has and the manifest lacks (desired null) |
 | KafkaBrokerConfig | `config.<key>` | declared | the dynamic override (broker or cluster-wide default), else null |
+| KafkaUser | `credential` | the declared mechanism and iterations (`SCRAM-SHA-512 (4096 iterations)`) | the user's credentials in the cluster (`SCRAM-SHA-256 (4096 iterations)`), null when it has none |
+| KafkaUser, KafkaClientQuota | `quota.<key>` (declared keys) | declared | the entity's value, null when it lacks the key |
+| KafkaUser | `acl` (inline ACL rules) | as KafkaAcl | as KafkaAcl |
 
 A declared config key the resource does not hold as its own override is drift even when the value
 in effect is equal (the plan sets it, pinning the value). A topic or principal absent from the
-cluster is not drift (it is a `create` in the plan). Sensitive values are never shown (both sides
+cluster is not drift (it is a `create` in the plan): a KafkaUser's credential is drift when its
+principal exists in the cluster otherwise (a credential of another mechanism, quotas or ACL
+bindings), a quota key when its entity holds quotas. Passwords are not compared (the snapshot has
+none). Sensitive values are never shown (both sides
 read `(sensitive)`), and a value the cluster hides cannot be compared: it is not reported as drift,
 while the plan, without the fingerprint an ownership record would hold, sets it again (as
 `kafkaops plan --no-state` does).
@@ -34,8 +40,11 @@ from kafkaops.kafka import ConfigSource
 from kafkaops.reconcile.configs import is_sensitive, values_equal
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, broker_key
+from kafkaops.reconcile.ownership import Ownership
+from kafkaops.reconcile.principals import client_quota_entity, quota_ops, user_quota_entity
+from kafkaops.resources.acl import AclBinding
 from kafkaops.resources.documents import Source
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_TOPIC, KAFKA_USER
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -99,14 +108,45 @@ def drift_rows(cluster: str, desired: DesiredState, observed: ObservedState) -> 
         for field, want, have, source in _config_drift(topic.config, seen.configs or {},
                                                         ConfigSource.DYNAMIC_TOPIC_CONFIG):
             yield row(KAFKA_TOPIC, name, field, want, have, source, where)
-    for acl in desired.acls:
-        current = (observed.acls or {}).get(acl.principal)
+    def acl_drift(kind: str, principal: str, bindings: frozenset[AclBinding], where: Source
+                  ) -> Iterator[dict[str, Any]]:
+        current = (observed.acls or {}).get(principal)
         if not current:
-            continue
-        for binding in sorted(acl.bindings - current):
-            yield row(KAFKA_ACL, acl.principal, "acl", str(binding), None, None, acl.source)
-        for binding in sorted(current - acl.bindings):
-            yield row(KAFKA_ACL, acl.principal, "acl", None, str(binding), None, acl.source)
+            return
+        for binding in sorted(bindings - current):
+            yield row(kind, principal, "acl", str(binding), None, None, where)
+        for binding in sorted(current - bindings):
+            yield row(kind, principal, "acl", None, str(binding), None, where)
+
+    def quota_drift(kind: str, name: str, entity: Any, declared: Mapping[str, float], where: Source
+                    ) -> Iterator[dict[str, Any]]:
+        if entity is None or not (observed.quotas or {}).get(entity):
+            return  # no quotas read, or none held by the entity: a create in the plan
+        made = quota_ops(entity, declared, observed, Ownership())  # declared keys only: no ownership record
+        if isinstance(made, tuple):  # else a Problem: quotas not read
+            for change in made[1]:
+                yield row(kind, name, change.field, change.new, change.old, None, where)
+
+    for acl in desired.acls:
+        yield from acl_drift(KAFKA_ACL, acl.principal, acl.bindings, acl.source)
+    for user in desired.users:
+        entity = user_quota_entity(user)
+        auth = user.authentication
+        held = (observed.scram or {}).get(user.user_name, ())
+        exists = bool(held) or bool(entity and (observed.quotas or {}).get(entity)) or bool(
+            (observed.acls or {}).get(user.principal))
+        if auth is not None and observed.scram is not None and exists:
+            want = f"{auth.type.sasl_name} ({auth.iterations} iterations)"
+            have = [f"{info.mechanism.sasl_name} ({info.iterations} iterations)" for info in held]
+            if want not in have:
+                yield row(KAFKA_USER, user.principal, "credential", want, ", ".join(have) or None, None, user.source)
+        if user.quotas is not None:
+            yield from quota_drift(KAFKA_USER, user.principal, entity, user.quotas, user.source)
+        if user.manages_acls:
+            yield from acl_drift(KAFKA_USER, user.principal, user.bindings, user.source)
+    for quota in desired.client_quotas:
+        entity = client_quota_entity(quota)
+        yield from quota_drift(KAFKA_CLIENT_QUOTA, str(entity), entity, quota.quotas, quota.source)
     for config in desired.broker_configs:
         key = broker_key(config.broker_id)
         if key not in observed.broker_configs:

@@ -11,6 +11,8 @@
     acls.parquet           cluster, principal, resource_type, resource_name, pattern_type, operation,
                            permission, host
     broker_configs.parquet cluster, broker ("" = cluster default), key, value, source, sensitive
+    scram_credentials.parquet cluster, user, mechanism, iterations        (never a secret: Kafka describes none)
+    client_quotas.parquet  cluster, entity, user, client_id, ip, key, value
 
 Each header is read and checked on the driver (small files), and each table's Parquet footer
 against the contract (columns and types: int32, list<int32>...); a header that is not JSON, lacks
@@ -18,12 +20,17 @@ a key, is of another format or version, or names another cluster than its direct
 missing or malformed table, is an InputProblem naming the file: that cluster is skipped and the
 others go on. Directories whose name starts with `.` or `_` (a snapshot being written) are not
 read. Each table is then read by Spark in one scan over every accepted cluster.
+
+The users and quotas tables (OPTIONAL_TABLES) came with issue 18 in the same format version: a
+snapshot without them (taken by an older kafkaops), or whose header notes that they could not be
+read (a cluster without the APIs), has them in `SnapshotHeader.unread`; the plan then reports the
+users and quotas of that cluster as not read (ObserveFailed) instead of planning to create them.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet import hadoopfs
@@ -60,7 +67,13 @@ TABLES: dict[str, list[tuple[str, str]]] = {
              ("permission", "string"), ("host", "string")],
     "broker_configs": [("cluster", "string"), ("broker", "string"), ("key", "string"), ("value", "string"),
                        ("source", "string"), ("sensitive", "boolean")],
+    "scram_credentials": [("cluster", "string"), ("user", "string"), ("mechanism", "string"), ("iterations", "int")],
+    "client_quotas": [("cluster", "string"), ("entity", "string"), ("user", "string"), ("client_id", "string"),
+                      ("ip", "string"), ("key", "string"), ("value", "double")],
 }
+# Tables a version-1 snapshot may lack (written by kafkaops before users and quotas), and the
+# header note (snapshot/principals.py) saying the table is empty because it could not be read.
+OPTIONAL_TABLES = {"scram_credentials": "no SCRAM credentials:", "client_quotas": "no client quotas:"}
 
 
 def table_ddl(table: str) -> str:
@@ -77,11 +90,12 @@ class SnapshotHeader:
     taken_at: str | None
     file: str
     notes: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()  # OPTIONAL_TABLES this snapshot lacks or could not fill
 
     def as_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "clusterId": self.cluster_id, "bootstrap": self.bootstrap,
                 "controllerId": self.controller_id, "brokers": [list(b) for b in self.brokers],
-                "takenAt": self.taken_at}
+                "takenAt": self.taken_at, "unread": list(self.unread)}
 
 
 @dataclass
@@ -93,6 +107,8 @@ class Observed:
     topic_configs: DataFrame | None = None
     acls: DataFrame | None = None
     broker_configs: DataFrame | None = None
+    scram_credentials: DataFrame | None = None
+    client_quotas: DataFrame | None = None
     brokers: DataFrame | None = None  # cluster, broker, host, port, rack
     skipped: list[str] = field(default_factory=list)
 
@@ -190,6 +206,10 @@ def check_table(spark: SparkSession, path: str, table: str) -> str | None:
     return None
 
 
+def _present(spark: SparkSession, root: str, cluster: str, table: str) -> bool:
+    return hadoopfs.exists(spark, hadoopfs.join(root, cluster, f"{table}.parquet"))
+
+
 def load(spark: SparkSession, root: str, clusters: list[str] | None = None, check_tables: bool = True) -> Observed:
     """Every readable snapshot under `root` (or only `clusters`), its tables as DataFrames."""
 
@@ -216,9 +236,13 @@ def load(spark: SparkSession, root: str, clusters: list[str] | None = None, chec
             problems.append(header)
             continue
         bad = None
+        unread = [table for table, note in OPTIONAL_TABLES.items() if any(n.startswith(note) for n in header.notes)]
         for table in TABLES:
             path = hadoopfs.join(base, f"{table}.parquet")
             if not hadoopfs.exists(spark, path):
+                if table in OPTIONAL_TABLES:
+                    unread.append(table)
+                    continue
                 bad = InputProblem("observed", path, SNAPSHOT_MISSING_TABLE, f"the {table} table is missing", directory)
             elif check_tables and (why := check_table(spark, path, table)) is not None:
                 bad = InputProblem("observed", path, SNAPSHOT_BAD_TABLE, why, directory)
@@ -227,23 +251,22 @@ def load(spark: SparkSession, root: str, clusters: list[str] | None = None, chec
         if bad is not None:
             problems.append(bad)
             continue
-        headers[directory] = header
+        headers[directory] = replace(header, unread=tuple(dict.fromkeys(unread)))
     observed = Observed(headers, problems, skipped=sorted({p.cluster for p in problems if p.cluster}))
-    if not headers:
-        observed.topics, observed.partitions, observed.topic_configs, observed.acls, observed.broker_configs = (
-            spark.createDataFrame([], table_ddl(t)) for t in TABLES)
-        observed.brokers = spark.createDataFrame([], "cluster string, broker int, host string, port int, rack string")
-        return observed
     # one scan per table over every accepted cluster (the schema is the contract's: no footer inference)
     frames: dict[str, DataFrame] = {}
     for table in TABLES:
-        paths = [hadoopfs.join(root, name, f"{table}.parquet") for name in sorted(headers)]
-        frames[table] = spark.read.schema(table_ddl(table)).parquet(*paths)
+        paths = [hadoopfs.join(root, name, f"{table}.parquet") for name, h in sorted(headers.items())
+                 if table not in OPTIONAL_TABLES or (table not in h.unread or _present(spark, root, name, table))]
+        frames[table] = (spark.read.schema(table_ddl(table)).parquet(*paths) if paths
+                         else spark.createDataFrame([], table_ddl(table)))
     observed.topics = frames["topics"]
     observed.partitions = frames["partitions"]
     observed.topic_configs = frames["topic_configs"]
     observed.acls = frames["acls"]
     observed.broker_configs = frames["broker_configs"]
+    observed.scram_credentials = frames["scram_credentials"]
+    observed.client_quotas = frames["client_quotas"]
     observed.brokers = spark.createDataFrame(
         [(h.cluster, b[0], b[1], b[2], b[3]) for h in headers.values() for b in h.brokers],
         "cluster string, broker int, host string, port int, rack string")

@@ -2,13 +2,22 @@
 
 Spark gathers each cluster's desired resources and its snapshot into one row (aggregations in
 the JVM); one Python task per cluster rebuilds the engine's inputs from that row -
-`DesiredState` (the KafkaTopic/KafkaAcl/KafkaBrokerConfig/KafkaCluster models) and
-`ObservedState` (topics with assignments and configs, ACLs by principal, broker configs,
-brokers from the header) - and calls `kafkaops.reconcile.plan.plan`, the pure function
-`kafkaops plan` calls. Every ResourcePlan with an action or a problem becomes a row.
+`DesiredState` (the KafkaTopic/KafkaAcl/KafkaBrokerConfig/KafkaUser/KafkaClientQuota/KafkaCluster
+models) and `ObservedState` (topics with assignments and configs, ACLs by principal, broker
+configs, SCRAM credentials by user, client quotas by entity, brokers from the header) - and calls
+`kafkaops.reconcile.plan.plan`, the pure function `kafkaops plan` calls. Every ResourcePlan with
+an action or a problem becomes a row.
 
-Like `kafkaops plan --no-state`: there is no ownership record in the fleet, so a config key
-removed from a manifest is never planned for reset.
+Like `kafkaops plan --no-state`: there is no ownership record in the fleet, so a config or quota
+key removed from a manifest is never planned for reset.
+
+Passwords: the fleet has none (nor wants any), and a snapshot holds only each credential's
+mechanism and iterations. `fleet_passwords` hands the planner a stand-in for exactly the users
+whose declared credential is missing or has other iterations - the plan `kafkaops plan` makes
+when it has their password (an upsert: `create`, or `update` when the user has a credential of
+another mechanism) - and none for the others, whose credential is present as declared and is
+kept (a password rotation is invisible in a snapshot). The stand-in is random, never leaves the
+task, and shows nowhere: a plan's changes name mechanisms and iterations only.
 
 Snapshots hold only non-default topic configs; a declared key missing from the snapshot is
 given Kafka's default (the catalog's) with source DEFAULT_CONFIG, which is what a
@@ -17,12 +26,15 @@ DescribeConfigs would have said, so the field changes read the same (`old: "... 
 
 from __future__ import annotations
 
+import itertools
+import secrets
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet.drift import drift_rows
-from kafkaops.kafka import BrokerInfo, ConfigSource
+from kafkaops.kafka import BrokerInfo, ConfigSource, QuotaEntity, ScramCredentialInfo, ScramMechanism
+from kafkaops.kafka.security import Secret
 from kafkaops.reconcile.actions import Action, Plan
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
@@ -30,7 +42,14 @@ from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_prune
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from kafkaops.resources.documents import Source
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLUSTER, KAFKA_TOPIC
+from kafkaops.resources.kinds import (
+    KAFKA_ACL,
+    KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
+    KAFKA_CLUSTER,
+    KAFKA_TOPIC,
+    KAFKA_USER,
+)
 from kafkaops.resources.models import (
     ClusterRef,
     DeletionPolicy,
@@ -43,6 +62,13 @@ from kafkaops.resources.models import (
     TopicDeletion,
 )
 from kafkaops.resources.topic_configs import topic_config_default
+from kafkaops.resources.users import (
+    KafkaClientQuota,
+    KafkaUser,
+    PasswordSecretRef,
+    ScramAuthentication,
+    ScramType,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,8 +84,8 @@ PLAN_COLUMNS = ["cluster", "kind", "name", "action", "changed_fields", "changes"
                 "problem_message", "file", "index", "namespace", "resource"]
 PLAN_COLUMNS_ALL = ["record", "cluster", "kind", "name", "action", "changes", "changed_fields", "problem_reason",
                     "problem_message", "file", "index", "namespace", "resource", "note"]
-_LISTS = ("d_topics", "d_acls", "d_brokers", "d_cluster", "o_topics", "o_partitions", "o_configs", "o_acls",
-          "o_brokers")
+_LISTS = ("d_topics", "d_acls", "d_brokers", "d_cluster", "d_users", "d_quotas", "o_topics", "o_partitions",
+          "o_configs", "o_acls", "o_brokers", "o_scram", "o_quotas")
 
 
 def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -143,11 +169,41 @@ def cluster_model(cluster: str, row: Mapping[str, Any]) -> KafkaCluster:
 _SOURCES = {s.name: s for s in ConfigSource}
 
 
+def user_model(cluster: str, row: Mapping[str, Any]) -> KafkaUser:
+    """A KafkaUser from its row: the credential's mechanism, iterations and password source (the
+    Secret's name; never a password), its quotas and its inline ACL rules as bindings."""
+    principal = row["principal"]
+    auth = None
+    if row.get("mechanism"):
+        secret = row.get("secret_name") or row["name"] or ""
+        auth = ScramAuthentication(ScramType(row["mechanism"].lower()), secret,
+                                   PasswordSecretRef(secret) if row.get("password_source") == "passwordSecretRef" else None,
+                                   row["iterations"])
+    bindings = row.get("bindings")
+    policy = row.get("deletion_policy")
+    return KafkaUser(_source(KAFKA_USER, row), row["name"] or principal, row["namespace"],
+                     ClusterRef(cluster, row["ref_namespace"]), principal, auth,
+                     None if row.get("quotas") is None else FrozenDict(sorted(row["quotas"].items())),
+                     None if bindings is None else (),
+                     frozenset(binding_model(principal, b) for b in bindings or ()),
+                     None if policy is None else DeletionPolicy(policy))
+
+
+def client_quota_model(cluster: str, row: Mapping[str, Any]) -> KafkaClientQuota:
+    policy = row.get("deletion_policy")
+    return KafkaClientQuota(_source(KAFKA_CLIENT_QUOTA, row), row["name"] or "", row["namespace"],
+                            ClusterRef(cluster, row["ref_namespace"]),
+                            tuple((e["type"], e["name"]) for e in row["entity"] or ()),
+                            FrozenDict(sorted((row["quotas"] or {}).items())),
+                            None if policy is None else DeletionPolicy(policy))
+
+
 def _config_source(name: str | None) -> ConfigSource:
     return _SOURCES.get(name or "", ConfigSource.UNKNOWN)
 
 
-def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_cluster: Mapping | None) -> DesiredState:
+def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_cluster: Mapping | None,
+                  users: list = (), quotas: list = ()) -> DesiredState:  # type: ignore[assignment]
     """Declared resources in the order `kafkaops plan` meets them: by file, then document index."""
     order = lambda r: (r["file"] or "", r["index"] or 0)  # noqa: E731
     return DesiredState(
@@ -155,11 +211,69 @@ def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_c
         tuple(acl_model(cluster, r) for r in sorted(acls, key=order)),
         tuple(broker_config_model(cluster, r) for r in sorted(brokers, key=order)),
         cluster_model(cluster, kafka_cluster) if kafka_cluster is not None else None,
+        tuple(user_model(cluster, r) for r in sorted(users, key=order)),
+        tuple(client_quota_model(cluster, r) for r in sorted(quotas, key=order)),
     )
 
 
+def quota_entity(row: Mapping[str, Any]) -> QuotaEntity:
+    """The QuotaEntity of a client_quotas row. Its user/client_id/ip columns are null both for "no
+    such component" and for the default entity; the canonical `entity` text tells them apart."""
+    named = [(t, row[c]) for t, c in (("user", "user"), ("client-id", "client_id"), ("ip", "ip")) if row[c] is not None]
+    unnamed = [t for t, c in (("user", "user"), ("client-id", "client_id"), ("ip", "ip")) if row[c] is None]
+    for count in range(len(unnamed) + 1):
+        for defaults in itertools.combinations(unnamed, count):
+            try:
+                entity = QuotaEntity(tuple(named) + tuple((t, None) for t in defaults))
+            except ValueError:
+                continue
+            if str(entity) == row["entity"]:
+                return entity
+    raise ValueError(f"client_quotas: entity {row['entity']!r} does not match its user/client_id/ip columns")
+
+
+def principals_observed(header: Mapping[str, Any], scram: list, quotas: list
+                        ) -> tuple[dict[str, tuple[ScramCredentialInfo, ...]] | None,
+                                   dict[QuotaEntity, dict[str, float]] | None]:
+    """SCRAM credentials by user and quotas by entity from the snapshot rows; None for a table the
+    snapshot lacks or could not fill (header `unread`): the planner then says it was not read."""
+    unread = set(header.get("unread") or ())
+    credentials: dict[str, list[ScramCredentialInfo]] | None = None
+    if "scram_credentials" not in unread:
+        credentials = {}
+        for row in scram:
+            credentials.setdefault(row["user"], []).append(
+                ScramCredentialInfo(ScramMechanism.parse(row["mechanism"]), row["iterations"]))
+    by_entity: dict[QuotaEntity, dict[str, float]] | None = None
+    if "client_quotas" not in unread:
+        by_entity = {}
+        for row in quotas:
+            by_entity.setdefault(quota_entity(row), {})[row["key"]] = float(row["value"])
+    return (None if credentials is None else {u: tuple(sorted(c)) for u, c in credentials.items()}), by_entity
+
+
+def fleet_passwords(users: tuple[KafkaUser, ...], observed: ObservedState) -> dict[str, Secret]:
+    """A stand-in password for each user whose declared credential Kafka lacks (for its mechanism)
+    or holds with other iterations: the planner then upserts it, as `kafkaops plan` would given the
+    password. Users whose credential is present as declared get none: kept as they are."""
+    if observed.scram is None:
+        return {}
+    stand_in = Secret(secrets.token_urlsafe(24))
+    wanted: dict[str, Secret] = {}
+    for user in users:
+        auth = user.authentication
+        if auth is None:
+            continue
+        mechanism = ScramMechanism.parse(auth.type.sasl_name)
+        held = {info.mechanism: info.iterations for info in observed.scram.get(user.user_name, ())}
+        if held.get(mechanism) != auth.iterations:
+            wanted[user.user_name] = stand_in
+    return wanted
+
+
 def observed_state(header: Mapping[str, Any], topics: list, acls: list, broker_configs: list,
-                   declared_keys: Mapping[str, frozenset[str]]) -> ObservedState:
+                   declared_keys: Mapping[str, frozenset[str]], scram: list = (),  # type: ignore[assignment]
+                   quotas: list = ()) -> ObservedState:  # type: ignore[assignment]
     """The engine's view of a cluster, from its snapshot rows. `declared_keys`: topic -> declared
     config keys, which get Kafka's default when the snapshot (non-default entries only) lacks them."""
     observed_topics: dict[str, ObservedTopic] = {}
@@ -187,10 +301,12 @@ def observed_state(header: Mapping[str, Any], topics: list, acls: list, broker_c
     for row in broker_configs:
         configs_by_broker.setdefault(row["broker"] or "", {})[row["key"]] = ObservedConfig(
             row["value"], _config_source(row["source"]), bool(row["sensitive"]))
+    credentials, by_entity = principals_observed(header, scram, quotas)
     return ObservedState(
         cluster_id=header["clusterId"], controller_id=header["controllerId"], brokers=brokers,
         topics=observed_topics, all_topic_names=frozenset(observed_topics),
         acls={p: frozenset(b) for p, b in by_principal.items()}, broker_configs=configs_by_broker,
+        scram=credentials, quotas=by_entity,
     )
 
 
@@ -266,7 +382,8 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
     cluster = row["cluster"]
     header = headers[cluster]
     d_topics = row["d_topics"] or []
-    full = desired_state(cluster, d_topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"])
+    full = desired_state(cluster, d_topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"],
+                         row.get("d_users") or [], row.get("d_quotas") or [])
     seen, parts, configs = index_snapshot(row)
     brokers = len(header["brokers"])
     if skip_settled:
@@ -275,14 +392,16 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
     else:
         quiet = set()
     wanted = DesiredState(tuple(t for t in full.topics if t.topic_name not in quiet), full.acls, full.broker_configs,
-                          full.cluster)
+                          full.cluster, full.users, full.client_quotas)
     declared = {t.topic_name: frozenset(t.config) for t in wanted.topics}
     snapshot = [{**t, "assignment": [p[3] for p in parts.get(t["topic"], ())],
                  "all_led": all(p[2] is not None and p[2] >= 0 for p in parts.get(t["topic"], ())),
                  "configs": list(configs.get(t["topic"], {}).values())}
                 for name, t in seen.items() if name not in quiet]
-    observed = observed_state(header, snapshot, row["o_acls"] or [], row["o_brokers"] or [], declared)
+    observed = observed_state(header, snapshot, row["o_acls"] or [], row["o_brokers"] or [], declared,
+                              row.get("o_scram") or [], row.get("o_quotas") or [])
     observed = replace(observed, all_topic_names=frozenset(seen))
+    wanted = replace(wanted, passwords=fleet_passwords(wanted.users, observed))
     options = PlanOptions(prune=prune, protected_topics=protected)
     made = plan(wanted, observed, None, replace(options, prune=False), cluster)
     pruned, notes = plan_prune(full, observed, options)
@@ -311,6 +430,8 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
         return frame.select("cluster", F.lit(tag).alias("tag"), F.to_json(F.struct(*columns), as_json).alias("j"))
 
     principals = desired.acls.select("cluster", "principal").distinct()
+    users = desired.users.select("cluster", F.regexp_extract("principal", "^User:(.*)$", 1).alias("user"))
+    users = users.filter(col("user") != "").distinct()
     parts = [
         tagged(valid.filter(kind == KAFKA_TOPIC), "d_topics", col("topic_name").alias("topic"), "partitions",
                "replication_factor", "replica_assignment", "config", "deletion_policy", "file", "index", "namespace",
@@ -321,6 +442,11 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
                "namespace", "name", "ref_namespace"),
         tagged(valid.filter(kind == KAFKA_CLUSTER), "d_cluster", "namespace", "bootstrap", "deletion_policy",
                "max_deletions", "file", "index"),
+        tagged(valid.filter(kind == KAFKA_USER), "d_users", "principal", "mechanism", "iterations", "password_source",
+               "secret_name", "quotas", "bindings", "deletion_policy", "file", "index", "namespace", "name",
+               "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_CLIENT_QUOTA), "d_quotas", "entity", "quotas", "deletion_policy", "file",
+               "index", "namespace", "name", "ref_namespace"),
         # the snapshot as flat lists (Python assembles the topics): no per-topic shuffle or join
         tagged(observed.topics, "o_topics", "topic", "topic_id", "internal", "partitions"),
         # [topic, partition, leader, [replicas]]: to_json of a one-field struct quotes the topic safely
@@ -332,6 +458,11 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
         tagged(observed.acls.join(principals, ["cluster", "principal"], "left_semi"), "o_acls", "principal",
                "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"),
         tagged(observed.broker_configs, "o_brokers", "broker", "key", "value", "source", "sensitive"),
+        # the credentials of declared users only; every quota entity (few, and a user's quotas
+        # may be held by a KafkaClientQuota's entity too)
+        tagged(observed.scram_credentials.join(users, ["cluster", "user"], "left_semi"), "o_scram", "user",
+               "mechanism", "iterations"),
+        tagged(observed.client_quotas, "o_quotas", "entity", "user", "client_id", "ip", "key", "value"),
     ]
     rows = parts[0]
     for part in parts[1:]:
