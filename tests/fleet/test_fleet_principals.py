@@ -205,3 +205,49 @@ def test_set_rules_for_users_and_quotas_are_validates(spark, tmp_path):
     assert {r for _, _, r, _, _ in want} >= {"DuplicateUser", "DuplicateQuotaEntity", "DuplicateAclPrincipal"}
     assert {(f, i, r, p) for f, i, r, p, _ in got} == {(f, i, r, p) for f, i, r, p, _ in want}
     assert {m.split(": also at")[0] for *_, m in got} == {m.split(": also at")[0] for *_, m in want}
+
+
+def test_policy_requires_quotas_per_namespace_and_forbids_users_without_quotas(spark, tmp_path):
+    from kafkaops.fleet import policy as policy_stage
+    from kafkaops.fleet.policy import PolicyError, parse_policy
+
+    repo = tmp_path / "repo"
+    write_yaml(repo / "clusters" / "prod" / "users.yaml", kcluster("prod"),
+               user("pay-app", cluster=None, namespace="payments"),  # no quotas: QuotasRequired + UserWithoutQuotas
+               user("pay-capped", cluster=None, namespace="payments", quotas={"producer_byte_rate": 1024}),
+               user("pay-covered", cluster=None, namespace="payments"),  # a KafkaClientQuota names it
+               user("ops", cluster=None, namespace="ops"),  # outside the namespace: UserWithoutQuotas only
+               user("empty", cluster=None, namespace="payments", quotas={}),  # {} declares none
+               client_quota("covered", {"user": "pay-covered", "clientId": "x"}, {"request_percentage": 10},
+                            cluster=None, namespace="payments"))
+    write_yaml(repo / "clusters" / "dev" / "users.yaml", kcluster("dev"),
+               user("pay-dev", cluster=None, namespace="payments"),  # covered by the default user's quotas
+               client_quota("default", {"userDefault": True}, {"producer_byte_rate": 1}, cluster=None))
+    snaps = tmp_path / "snaps"
+    write_snapshot(snaps, "prod", scram=[("pay-app", "SCRAM-SHA-512", 4096), ("ghost", "SCRAM-SHA-256", 4096),
+                                         ("capped", "SCRAM-SHA-256", 4096)],
+                   quotas=[("user=capped", "capped", None, None, "producer_byte_rate", 1.0)])
+    write_snapshot(snaps, "dev", scram=[("anyone", "SCRAM-SHA-256", 4096)],
+                   quotas=[("user=<default>,client-id=x", None, "x", None, "producer_byte_rate", 1.0)])
+    d = desired.load(spark, [str(repo)])
+    o = observed.load(spark, str(snaps))
+    text = ("version: 1\ncheck: both\nusers:\n  requireQuotas:\n    - namespace: payments\n      clusters: ['pr*']\n"
+            "  forbidUsersWithoutQuotas: true\nseverities:\n  UserWithoutQuotas: warning\n")
+    got = {(r["cluster"], r["name"], r["rule"], r["severity"], r["state"])
+           for r in rows(policy_stage.run(d, o, parse_policy(text, "p.yaml"), ["dev", "prod"]))}
+    assert got == {
+        ("prod", "User:pay-app", "QuotasRequired", "error", "desired"),
+        ("prod", "User:empty", "QuotasRequired", "error", "desired"),
+        ("prod", "User:pay-app", "UserWithoutQuotas", "warning", "desired"),
+        ("prod", "User:empty", "UserWithoutQuotas", "warning", "desired"),
+        ("prod", "User:ops", "UserWithoutQuotas", "warning", "desired"),
+        ("prod", "User:pay-app", "UserWithoutQuotas", "warning", "observed"),
+        ("prod", "User:ghost", "UserWithoutQuotas", "warning", "observed"),
+    }
+    required = next(r for r in rows(policy_stage.run(d, o, parse_policy(text, "p.yaml"), ["dev", "prod"]))
+                    if r["rule"] == "QuotasRequired" and r["name"] == "User:pay-app")
+    assert "namespace payments" in required["message"] and required["file"].endswith("users.yaml")
+    with pytest.raises(PolicyError, match=r"users\.requireQuotas\[0\]"):
+        parse_policy("version: 1\nusers:\n  requireQuotas:\n    - {}\n", "p.yaml")
+    with pytest.raises(PolicyError, match="forbidUsersWithoutQuotas"):
+        parse_policy("version: 1\nusers:\n  forbidUsersWithoutQuotas: 3\n", "p.yaml")

@@ -27,7 +27,7 @@ from kafkaops.fleet.policy import (
     WILDCARD_RESOURCE,
 )
 from kafkaops.reconcile.actions import FieldChange
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_CLIENT_QUOTA, KAFKA_TOPIC, KAFKA_USER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -208,6 +208,11 @@ def _find_manifests(spark: SparkSession, rows: list[dict[str, Any]], desired: De
                                    "file", "index")
     acls = desired.acls.select("cluster", F.lit(KAFKA_ACL).alias("kind"), F.col("principal").alias("name"),
                                "file", "index")
+    if desired.users is not None and desired.client_quotas is not None:
+        acls = acls.unionByName(desired.users.select("cluster", F.lit(KAFKA_USER).alias("kind"),
+                                                     F.col("principal").alias("name"), "file", "index"))
+        acls = acls.unionByName(desired.client_quotas.select("cluster", F.lit(KAFKA_CLIENT_QUOTA).alias("kind"),
+                                                             F.col("quota_entity").alias("name"), "file", "index"))
     found = {(r["cluster"], r["kind"], r["name"]): (r["file"], r["index"]) for r in
              topics.unionByName(acls).join(F.broadcast(keys), ["cluster", "kind", "name"], "left_semi").collect()}
     for r in rows:

@@ -21,11 +21,22 @@ The file (YAML, checked against POLICY_SCHEMA; an error names the file and the f
       forbidWildcardPrincipal: true   # an Allow for `User:*` (any type, name *)
       forbidWildcardResource: true    # an Allow on the Literal resource name `*`
       forbidDenyShadowingAllow: true  # an Allow that a Deny of the same (or wildcard) principal cancels
+    users:
+      requireQuotas:               # each entry selects KafkaUsers (desired state): each must have quotas
+        - namespace: payments      #   KafkaUser metadata.namespace
+          clusters: ["prod-*"]     #   cluster name globs
+      forbidUsersWithoutQuotas: true  # every user of every cluster must have quotas (desired and observed)
     overrides:                     # per-cluster thresholds: the first matching entry wins
       - clusters: ["dev-*"]
         topics: {minReplicationFactor: 1, minInsyncReplicas: 1}
     severities:                    # error (default) | warning, per rule name
       RetentionAboveMaximum: warning
+
+A user "has quotas" when its KafkaUser declares at least one (`spec.quotas`), or a quota entity of
+its cluster names it or the default user (`user=<name>` or `user=<default>`, with or without a
+client-id: Kafka applies the default user's quotas to every user without its own) - a
+KafkaClientQuota in the desired state, a client_quotas row in the observed state. Only `User:`
+principals have quotas; users of the observed state are the SCRAM users of the snapshot.
 
 Values a manifest omits: a missing config key is Kafka's default (min.insync.replicas 1,
 retention.ms 604800000); a missing partitions/replicationFactor (the broker default) is not
@@ -37,13 +48,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kafkaops.fleet.errors import PolicyError
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_TOPIC, KAFKA_USER
 from kafkaops.resources.topic_configs import topic_config_default
 
 if TYPE_CHECKING:
@@ -64,8 +75,11 @@ PARTITIONS_ABOVE_MAXIMUM = "PartitionsAboveMaximum"
 WILDCARD_PRINCIPAL = "WildcardPrincipal"
 WILDCARD_RESOURCE = "WildcardResource"
 DENY_SHADOWS_ALLOW = "DenyShadowsAllow"
+QUOTAS_REQUIRED = "QuotasRequired"
+USER_WITHOUT_QUOTAS = "UserWithoutQuotas"
 RULES = (TOPIC_NAME_PATTERN, RF_BELOW_MINIMUM, MIN_ISR_BELOW_MINIMUM, MIN_ISR_NOT_BELOW_RF, RETENTION_BELOW_MINIMUM,
-         RETENTION_ABOVE_MAXIMUM, PARTITIONS_ABOVE_MAXIMUM, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, DENY_SHADOWS_ALLOW)
+         RETENTION_ABOVE_MAXIMUM, PARTITIONS_ABOVE_MAXIMUM, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, DENY_SHADOWS_ALLOW,
+         QUOTAS_REQUIRED, USER_WITHOUT_QUOTAS)
 
 _POSITIVE = {"type": "integer", "minimum": 1}
 _THRESHOLDS = {
@@ -104,6 +118,15 @@ POLICY_SCHEMA: dict[str, Any] = {
                            "forbidWildcardResource": {"type": "boolean"},
                            "forbidDenyShadowingAllow": {"type": "boolean"}},
         },
+        "users": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "requireQuotas": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False, "minProperties": 1,
+                    "properties": {"namespace": {"type": "string", "minLength": 1}, "clusters": _GLOBS}}},
+                "forbidUsersWithoutQuotas": {"type": "boolean"},
+            },
+        },
         "overrides": {"type": "array", "items": {
             "type": "object", "additionalProperties": False, "required": ["clusters", "topics"],
             "properties": {"clusters": _GLOBS,
@@ -124,6 +147,14 @@ class NamingRule:
 
 
 @dataclass(frozen=True)
+class QuotaRule:
+    """users.requireQuotas entry: the KafkaUsers it selects (every selector matches) must have quotas."""
+
+    namespace: str | None = None
+    clusters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Policy:
     check: str = "desired"
     thresholds: Mapping[str, Any] = field(default_factory=dict)
@@ -133,6 +164,8 @@ class Policy:
     overrides: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = ()
     severities: Mapping[str, str] = field(default_factory=dict)
     file: str = ""
+    require_quotas: tuple[QuotaRule, ...] = ()
+    forbid_users_without_quotas: bool = False
 
     def thresholds_for(self, cluster: str) -> dict[str, Any]:
         merged = dict(self.thresholds)
@@ -147,7 +180,8 @@ class Policy:
 
     @property
     def empty(self) -> bool:
-        return not (self.thresholds or self.naming or any(self.acls.values()) or self.overrides)
+        return not (self.thresholds or self.naming or any(self.acls.values()) or self.overrides
+                    or self.require_quotas or self.forbid_users_without_quotas)
 
 
 def parse_policy(text: str, file: str) -> Policy:
@@ -181,10 +215,13 @@ def parse_policy(text: str, file: str) -> Policy:
     if "min" in retention and "max" in retention and retention["max"] != -1 and retention["min"] > retention["max"]:
         raise PolicyError(f"{file}: topics.retentionMs: min {retention['min']} is above max {retention['max']}")
     thresholds = {k: v for k, v in topics.items() if k in _THRESHOLDS}
+    users = data.get("users") or {}
     return Policy(
         data.get("check", "desired"), thresholds, tuple(naming), topics.get("exclude"), dict(data.get("acls") or {}),
         tuple((tuple(o["clusters"]), dict(o["topics"])) for o in data.get("overrides") or ()),
         dict(data.get("severities") or {}), file,
+        tuple(QuotaRule(r.get("namespace"), tuple(r.get("clusters") or ())) for r in users.get("requireQuotas") or ()),
+        bool(users.get("forbidUsersWithoutQuotas")),
     )
 
 
@@ -352,6 +389,77 @@ def acl_violations(bindings: DataFrame, policy: Policy) -> list[DataFrame]:
     return out
 
 
+def _quota_users_desired(desired: Desired) -> DataFrame:
+    """cluster, user, principal, namespace, has_quotas, file, index, state: the desired KafkaUsers of
+    `User:` principals, `has_quotas` when they declare some or a KafkaClientQuota of the cluster
+    names them or the default user."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    covers = (desired.client_quotas.select("cluster", F.explode("entity").alias("e"))
+              .filter(col("e.type") == "user").select("cluster", F.coalesce(col("e.name"), F.lit("")).alias("user"))
+              .distinct())
+    users = desired.users.filter(F.startswith(col("principal"), F.lit("User:"))).select(
+        "cluster", F.expr("substring(principal, 6)").alias("user"), "principal", "namespace",
+        F.coalesce(F.size(F.map_keys("quotas")) > 0, F.lit(False)).alias("declares"), "file", "index")
+    return _covered(users, covers).withColumn("state", F.lit("desired"))
+
+
+def _quota_users_observed(observed: Observed) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    col = F.col
+    covers = observed.client_quotas.filter(col("user").isNotNull() | F.startswith(col("entity"), F.lit("user=<default>")))
+    covers = covers.select("cluster", F.coalesce(col("user"), F.lit("")).alias("user")).distinct()
+    users = observed.scram_credentials.select("cluster", "user").distinct().select(
+        "cluster", "user", F.concat(F.lit("User:"), col("user")).alias("principal"),
+        F.lit(None).cast("string").alias("namespace"), F.lit(False).alias("declares"),
+        F.lit(None).cast("string").alias("file"), F.lit(None).cast("int").alias("index"))
+    return _covered(users, covers).withColumn("state", F.lit("observed"))
+
+
+def _covered(users: DataFrame, covers: DataFrame) -> DataFrame:
+    """`users` with has_quotas: declared, or an entity naming the user (or "" = the default user)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    named = covers.withColumn("_named", F.lit(True))
+    default = covers.filter(col("user") == "").select("cluster", F.lit(True).alias("_default"))
+    return (users.join(named, ["cluster", "user"], "left").join(F.broadcast(default), "cluster", "left")
+            .withColumn("has_quotas", col("declares") | F.coalesce(col("_named"), F.lit(False))
+                        | F.coalesce(col("_default"), F.lit(False)))
+            .drop("_named", "_default", "declares"))
+
+
+def user_violations(facts: DataFrame, policy: Policy, clusters: list[str]) -> list[DataFrame]:
+    """users.requireQuotas (the selected KafkaUsers; desired state only) and
+    users.forbidUsersWithoutQuotas (every user) over `facts` (_quota_users_*)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    out: list[DataFrame] = []
+    bare = facts.filter(~col("has_quotas"))
+    why = F.concat(F.lit("user "), col("user"), F.lit(" has no quotas: none declared, and no quota entity names it "
+                                                      "(user=<name>) or the default user (user=<default>)"))
+    if policy.require_quotas:
+        selected = F.lit(False)
+        for rule in policy.require_quotas:
+            match = col("state") == "desired"
+            if rule.namespace:
+                match = match & F.coalesce(col("namespace") == rule.namespace, F.lit(False))
+            if rule.clusters:
+                match = match & col("cluster").isin([c for c in clusters
+                                                     if any(fnmatch.fnmatchcase(c, g) for g in rule.clusters)])
+            selected = selected | match
+        where = F.concat(F.lit(" (users.requireQuotas"), F.when(col("namespace").isNotNull(), F.concat(
+            F.lit(": namespace "), col("namespace"))).otherwise(F.lit("")), F.lit(")"))
+        out.append(_violation(bare.filter(selected), KAFKA_USER, col("principal"), QUOTAS_REQUIRED, policy,
+                              F.concat(why, where), col("principal")))
+    if policy.forbid_users_without_quotas:
+        out.append(_violation(bare, KAFKA_USER, col("principal"), USER_WITHOUT_QUOTAS, policy, why, col("principal")))
+    return out
+
+
 def run(desired: Desired, observed: Observed, policy: Policy, clusters: list[str]) -> DataFrame:
     """Every violation: cluster, kind, name, rule, severity, message, value, state, file, index."""
     from pyspark.sql import functions as F
@@ -362,11 +470,15 @@ def run(desired: Desired, observed: Observed, policy: Policy, clusters: list[str
         frames += topic_violations(_facts_desired(desired), policy, clusters)
         frames += acl_violations(desired.bindings.withColumn("index", F.lit(None).cast("int"))
                                  .withColumn("state", F.lit("desired")), policy)
+        if (policy.require_quotas or policy.forbid_users_without_quotas) and desired.users is not None:
+            frames += user_violations(_quota_users_desired(desired), policy, clusters)
     if policy.check in ("observed", "both") and observed.topics is not None:
         frames += topic_violations(_facts_observed(observed), policy, clusters)
         frames += acl_violations(observed.acls.withColumn("file", F.lit(None).cast("string"))
                                  .withColumn("index", F.lit(None).cast("int")).withColumn("state", F.lit("observed")),
                                  policy)
+        if policy.forbid_users_without_quotas and observed.scram_credentials is not None:
+            frames += user_violations(_quota_users_observed(observed), replace(policy, require_quotas=()), clusters)
     if not frames:
         return spark.createDataFrame([], ", ".join(f"`{c}` {'int' if c == 'index' else 'string'}" for c in POLICY_COLUMNS))
     out = frames[0]
