@@ -4,8 +4,12 @@ One fleet of three clusters - noida-db (a real Kafka-protocol server) and two fa
 (`kafkaops dev-cluster`, with ACLs, several brokers and racks) - is generated, applied with
 `kafkaops apply` (version 1 of the manifests), snapshotted, and then planned against version 2
 (changed configs, more partitions, a new replication factor, new and removed topics, changed
-ACLs and broker configs, a refused partition decrease) by both `kafkaops fleet plan` and
-`kafkaops plan --output json` per cluster. The fleet run also gets bad input: an unparseable
+ACLs and broker configs, a refused partition decrease; KafkaUsers with a new mechanism, new
+iterations, changed quotas and inline ACLs, a new user, changed and new KafkaClientQuotas) by both
+`kafkaops fleet plan` and `kafkaops plan --output json` per cluster (given the passwords of exactly
+the users whose credential must be written: the fleet sees no password, so it plans those and
+keeps the rest). The users' passwords must appear nowhere: not in the snapshots, the datasets,
+the report, the summary or the output. The fleet run also gets bad input: an unparseable
 manifest, an invalid one, and a snapshot of an unknown format version; it must name them and
 still plan everything else.
 
@@ -22,7 +26,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fleet_helpers import acl, entry, kcluster, take_snapshot, topic, write_snapshot, write_yaml
+from fleet_helpers import acl, client_quota, entry, kcluster, take_snapshot, topic, user, write_snapshot, write_yaml
 
 from kafkaops.cli.main import cli
 from kafkaops.testing.servers import start_noida
@@ -76,6 +80,36 @@ def _acls(cluster: str, version: int) -> list[dict[str, Any]]:
     return docs
 
 
+# the password of every user (KAFKAOPS_SECRET_<SECRET>_PASSWORD: the Secret is named after the user)
+PASSWORDS = {name: f"Fl33t-{name}-pa55word-xyzzy" for name in ("svc-a", "svc-b", "svc-c", "svc-d", "svc-e")}
+
+
+def _env(*users: str) -> dict[str, str]:
+    return {f"KAFKAOPS_SECRET_{u.upper().replace('-', '_')}_PASSWORD": PASSWORDS[u] for u in users}
+
+
+def _users(cluster: str, version: int) -> list[dict[str, Any]]:
+    def ref(name: str, **more: Any) -> dict[str, Any]:
+        return {"passwordSecretRef": {"name": name}, **more}
+
+    v2 = version == 2
+    reads = [entry("Topic", f"{cluster}.orders.1", ["Read"])] + ([entry("Topic", f"{cluster}.new.1", ["Write"])]
+                                                                 if v2 else [])
+    docs = [
+        user("svc-a", cluster=cluster, authentication=ref("svc-a"), acls=reads,
+             quotas={"producer_byte_rate": 2097152 if v2 else 1048576}),  # quota and inline ACLs changed
+        user("svc-b", cluster=cluster, mechanism="scram-sha-512" if v2 else "scram-sha-256",
+             authentication=ref("svc-b")),  # another mechanism
+        user("svc-c", cluster=cluster, authentication=ref("svc-c", **({"iterations": 8192} if v2 else {}))),
+        user("svc-d", cluster=cluster, authentication=ref("svc-d")),  # as applied: kept
+        client_quota("app", {"clientId": "app"}, {"request_percentage": 50 if v2 else 25}, cluster=cluster),
+    ]
+    if v2:
+        docs += [user("svc-e", cluster=cluster, authentication=ref("svc-e")),  # new
+                 client_quota("edge", {"ip": "10.0.0.1"}, {"connection_creation_rate": 10}, cluster=cluster)]
+    return docs
+
+
 def _fleet(root: Path, version: int, servers: dict[str, tuple[str, int, bool]]) -> Path:
     base = root / f"v{version}"
     for cluster, (bootstrap, brokers, acls) in servers.items():
@@ -85,6 +119,7 @@ def _fleet(root: Path, version: int, servers: dict[str, tuple[str, int, bool]]) 
         write_yaml(folder / "topics.yaml", *_topics(cluster, version, brokers))
         if acls:
             write_yaml(folder / "acls.yaml", *_acls(cluster, version))
+            write_yaml(folder / "users.yaml", *_users(cluster, version))
             broker_config = {"log.cleaner.threads": 2 if version == 2 else 1}
             write_yaml(folder / "brokers.yaml", {"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaBrokerConfig",
                                                  "metadata": {"name": f"{cluster}-defaults"},
@@ -103,14 +138,16 @@ def fleet_run(tmp_path_factory: pytest.TempPathFactory, spark, monkeypatch_modul
         servers = {"noida": (noida.bootstrap, 1, False), "east": (east.url, 3, True), "west": (west.url, 2, True)}
         v1 = _fleet(root, 1, servers)
         runner = CliRunner()
-        applied = runner.invoke(cli, ["apply", "-f", str(v1), "--yes", "--no-state"], catch_exceptions=False)
+        applied = runner.invoke(cli, ["apply", "-f", str(v1), "--yes", "--no-state"], catch_exceptions=False,
+                                env=_env("svc-a", "svc-b", "svc-c", "svc-d"))
         assert applied.exit_code == 0, applied.output
         v2 = _fleet(root, 2, servers)
         snapshots = root / "snapshots"
         for name, (bootstrap, _, _) in servers.items():
             asyncio.run(take_snapshot(bootstrap, name, snapshots))
+        # the passwords of the users whose credential is missing or of another mechanism/iterations
         cli_plan = runner.invoke(cli, ["plan", "-f", str(v2), "--no-state", "--prune", "--output", "json"],
-                                 catch_exceptions=False)
+                                 catch_exceptions=False, env=_env("svc-b", "svc-c", "svc-e"))
         # bad input, after the CLI saw the clean tree: the fleet must name it and go on
         (v2 / "clusters" / "west" / "broken.yaml").write_text("apiVersion: kafkaops.io/v1alpha1\nkind: [KafkaTopic\n")
         write_yaml(v2 / "clusters" / "west" / "invalid.yaml",
@@ -120,8 +157,10 @@ def fleet_run(tmp_path_factory: pytest.TempPathFactory, spark, monkeypatch_modul
         policy.write_text("version: 1\ntopics:\n  minInsyncReplicas: 2\n  naming:\n    - pattern: '[a-z]+\\.[a-z]+\\.[0-9]+'\n"
                           "acls:\n  forbidWildcardResource: true\n")
         out = root / "out"
+        policy.write_text(policy.read_text() + "users:\n  forbidUsersWithoutQuotas: true\n")
         result = runner.invoke(cli, ["fleet", "plan", "-f", str(v2), "--observed", str(snapshots),
-                                     "--output-dir", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False)
+                                     "--output-dir", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False,
+                               env=_env(*PASSWORDS))  # in the environment, as a CI job may have them: never read
         return {"root": root, "out": out, "result": result, "cli": json.loads(cli_plan.stdout), "v2": v2,
                 "snapshots": snapshots, "spark": spark}
     finally:
@@ -184,6 +223,17 @@ def test_fleet_plan_equals_kafkaops_plan_per_cluster(fleet_run):
     actions = {value[0] for value in got.values()}
     assert {"create", "update", "partition-increase", "replica-change", "delete"} <= actions
     assert any(value[2] == "PartitionDecrease" for value in got.values())
+    # and users and quotas: a new user, a new mechanism, new iterations, a quota and inline ACLs,
+    # a changed and a new client quota; the user as applied is kept (its rotation is invisible)
+    for cluster in ("east", "west"):
+        assert got[(cluster, "KafkaUser", "User:svc-e")][0] == "create"
+        assert got[(cluster, "KafkaUser", "User:svc-b")][:2] == (
+            "update", [("credential.SCRAM-SHA-512", None, "4096 iterations")])
+        assert got[(cluster, "KafkaUser", "User:svc-c")][1] == [("credential.SCRAM-SHA-512.iterations", "4096", "8192")]
+        assert {f for f, _, _ in got[(cluster, "KafkaUser", "User:svc-a")][1]} == {"quota.producer_byte_rate", "acl"}
+        assert got[(cluster, "KafkaClientQuota", "client-id=app")][0] == "update"
+        assert got[(cluster, "KafkaClientQuota", "ip=10.0.0.1")][0] == "create"
+        assert (cluster, "KafkaUser", "User:svc-d") not in got
 
 
 def test_drift_orphans_policy_access(fleet_run):
@@ -218,3 +268,51 @@ def test_report_is_self_contained(fleet_run):
     assert ">refused<" in plan and "PartitionDecrease: " in plan and re.search(r'class="manifest"[^>]*>[^<]*:\d+</a>', plan)
     summary = (fleet_run["out"] / "summary.md").read_text()
     assert "| east |" in summary and "legacy/header.json" in summary
+
+
+def test_users_and_quotas_in_drift_report_and_summary(fleet_run):
+    spark, out = fleet_run["spark"], fleet_run["out"]
+    drift = {(d["cluster"], d["kind"], d["name"], d["field"]): (d["desired"], d["observed"])
+             for d in _rows(spark, out / "drift")}
+    assert drift[("east", "KafkaUser", "User:svc-b", "credential")] == ("SCRAM-SHA-512 (4096 iterations)",
+                                                                       "SCRAM-SHA-256 (4096 iterations)")
+    assert drift[("west", "KafkaUser", "User:svc-a", "quota.producer_byte_rate")] == ("2097152", "1048576")
+    assert drift[("west", "KafkaClientQuota", "client-id=app", "quota.request_percentage")] == ("50", "25")
+    principals = {(p["cluster"], p["principal"]): p for p in _rows(spark, out / "principals")}
+    svc_a = principals[("east", "User:svc-a")]
+    assert svc_a["credentials"] == ["SCRAM-SHA-512 (4096 iterations)"] and svc_a["quotas"] == ["producer_byte_rate=1048576"]
+    assert svc_a["acl_count"] == 1 and "Read on Topic:east.orders.1" in svc_a["acls"][0]
+    assert principals[("east", "User:svc-e")]["credentials"] == []  # declared, not yet in the cluster
+    policy = {(p["cluster"], p["name"], p["rule"]) for p in _rows(spark, out / "policy")}
+    assert ("east", "User:svc-b", "UserWithoutQuotas") in policy and ("east", "User:svc-a", "UserWithoutQuotas") not in policy
+    page = (out / "report.html").read_text()
+    section = page.split('id="t-principals"')[1].split("</table>")[0]
+    row = next(r for r in section.split("<tr") if ">User:svc-a<" in r and ">east<" in r)
+    assert "SCRAM-SHA-512 (4096 iterations)" in row and "producer_byte_rate=1048576" in row
+    assert "producer_byte_rate=2097152" in row and "Allow User:svc-a Read on Topic:east.orders.1" in row
+    assert re.search(r'class="manifest"[^>]*>[^<]*users\.yaml:\d+</a>', row)
+    assert "(8 to KafkaUsers, 4 to KafkaClientQuotas)" in fleet_run["result"].stdout
+    assert "(8 to KafkaUsers, 4 to KafkaClientQuotas)" in (out / "summary.md").read_text()
+
+
+def test_no_password_anywhere(fleet_run):
+    """The users' passwords (set by `kafkaops apply`, in the environment of the fleet run) are in no
+    snapshot, dataset, report, summary or output: every file is searched, Parquet by its values."""
+    import pyarrow.parquet as pq
+
+    secrets = list(PASSWORDS.values())
+    searched = 0
+    for base in (fleet_run["snapshots"], fleet_run["out"]):
+        for path in base.rglob("*"):
+            if not path.is_file() or path.name.endswith(".crc"):
+                continue
+            if path.suffix == ".parquet":
+                text = json.dumps(pq.read_table(path).to_pylist(), default=str)
+            else:
+                text = path.read_bytes().decode("utf-8", "replace")
+            assert not any(s in text for s in secrets), path
+            searched += 1
+    assert searched > 20
+    result = fleet_run["result"]
+    assert not any(s in result.stdout + result.stderr for s in secrets)
+    assert not any(s in json.dumps(fleet_run["cli"]) for s in secrets)

@@ -53,8 +53,8 @@ def line_of(location: Mapping[str, Any] | None, field: str | None) -> int | None
     if not location:
         return None
     lines = location.get("field_lines") or {}
-    if field is not None and field.startswith("config.") and field not in lines:
-        candidates: tuple[str, ...] = ("config",)
+    if field is not None and field.startswith(("config.", "quota.", "credential.")) and field not in lines:
+        candidates: tuple[str, ...] = (field.split(".")[0],)
     else:
         candidates = _FALLBACK_FIELDS.get(field or "", ())
     for key in (field, *candidates, "resource"):
@@ -74,6 +74,27 @@ def change_text(changes: Iterable[Mapping[str, Any]] | None, limit: int = 300) -
         parts.append(str(FieldChange(field, old, new)))
     text = "; ".join(parts)
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+PRINCIPAL_ACLS_SHOWN = 10
+
+
+def principal_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A principals/ row for the report: its credential, quotas and ACLs in the cluster beside what
+    its KafkaUser declares (mechanisms, iterations, quota values, binding texts: nothing secret)."""
+    acls = list(r.get("acls") or ())
+    shown = acls[:PRINCIPAL_ACLS_SHOWN]
+    if len(acls) > len(shown):
+        shown.append(f"… and {len(acls) - len(shown)} more (principals/)")
+    declared = r.get("declared_mechanism")
+    if declared and r.get("password_source"):
+        declared = f"{declared}, password {'generated' if r['password_source'] == 'generated' else 'from a Secret'}"
+    return {"cluster": r["cluster"], "principal": r["principal"],
+            "credential": ", ".join(r.get("credentials") or ()) or None, "declared": declared,
+            "quotas": ", ".join(r.get("quotas") or ()) or None,
+            "declared_quotas": ", ".join(r.get("declared_quotas") or ()) or None,
+            "acl_count": int(r.get("acl_count") or 0), "acls": "; ".join(shown) or None,
+            "file": r.get("file"), "index": r.get("index"), "line": r.get("line")}
 
 
 def plan_row(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,6 +205,8 @@ def collect(spark: SparkSession, paths: Mapping[str, str], desired: Desired,
         "issues": _rows(spark.read.parquet(paths["issues"]).filter(col("stage") == "desired")
                         .orderBy(severity, "file", "index"), limit),
     }
+    if "principals" in paths:
+        raw["principals"] = _rows(spark.read.parquet(paths["principals"]).orderBy("cluster", "principal"), limit)
     counts = {"policy": policy.count()}
     policy.unpersist()
     _find_manifests(spark, raw["policy"], desired)
@@ -192,6 +215,8 @@ def collect(spark: SparkSession, paths: Mapping[str, str], desired: Desired,
               "orphans": [orphan_row(r) for r in raw["orphans"]],
               "policy": sorted((policy_row(r) for r in raw["policy"]), key=policy_sort_key),
               "issues": [issue_row(r) for r in raw["issues"]]}
+    if "principals" in raw:
+        shaped["principals"] = [principal_row(r) for r in raw["principals"]]
     return shaped, counts
 
 
@@ -233,7 +258,8 @@ def _find_lines(spark: SparkSession, tables: Mapping[str, list[dict[str, Any]]],
                desired.valid.select("file", "index", "line", "field_lines")
                .join(F.broadcast(keys), ["file", "index"], "left_semi").collect()}
     fields = {"plan": lambda r: "resource", "drift": lambda r: r["field"], "orphans": lambda r: None,
-              "policy": lambda r: RULE_FIELDS.get(r["rule"]), "issues": lambda r: None}
+              "policy": lambda r: RULE_FIELDS.get(r["rule"]), "issues": lambda r: None,
+              "principals": lambda r: "credential"}
     for name, rows in tables.items():
         for r in rows:
             if r.get("line") is None and (where := located.get((r.get("file"), r.get("index")))):

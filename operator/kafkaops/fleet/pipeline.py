@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kafkaops.fleet import hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
 from kafkaops.fleet.report import ReportData, render_html
-from kafkaops.fleet.summary import render_markdown
+from kafkaops.fleet.summary import principal_changes, render_markdown
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from kafkaops.fleet.policy import Policy
 
-OUTPUTS = ("plan", "drift", "orphans", "policy", "access", "issues")
+OUTPUTS = ("plan", "drift", "orphans", "policy", "access", "issues", "principals")
 STAGES = ("session", "desired", "observed", "plan", "drift", "orphans", "policy", "access", "report")
 
 
@@ -76,7 +76,8 @@ class FleetResult:
 
     def summary(self) -> str:
         """The one-line totals `kafkaops fleet plan` prints last."""
-        return (f"{len(self.clusters)} cluster(s): {self.changes} change(s), {self.refused} refused, "
+        return (f"{len(self.clusters)} cluster(s): {self.changes} change(s){principal_changes(self.clusters)}, "
+                f"{self.refused} refused, "
                 f"{self.totals.get('drift', 0)} drifted value(s), {self.totals.get('orphans', 0)} orphan(s), "
                 f"{self.policy_errors} policy error(s), {self.issues.get('invalid_documents', 0)} invalid "
                 f"manifest(s), {len(self.problems)} input problem(s)")
@@ -207,7 +208,11 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     _write(planned.filter(col("record") == "resource").select(*plan_stage.PLAN_COLUMNS), paths["plan"])
     notes = [(r["cluster"], r["note"]) for r in planned.filter(col("record") == "note").select("cluster", "note").collect()]
     plan_out = spark.read.parquet(paths["plan"])
-    plan_counts = _counts(plan_out.withColumn("refused", col("problem_reason").isNotNull()), "cluster", "action", "refused")
+    kind_counts = _counts(plan_out.withColumn("refused", col("problem_reason").isNotNull()), "cluster", "kind", "action",
+                          "refused")
+    plan_counts: dict[tuple, int] = {}
+    for (c, k, a, r), v in kind_counts.items():
+        plan_counts[(c, a, r)] = plan_counts.get((c, a, r), 0) + v
     changes = sum(v for (c, a, refused), v in plan_counts.items() if not refused)
     refused = sum(v for (c, a, refused), v in plan_counts.items() if refused)
     progress.end(f"{_n(changes)} changes, {_n(refused)} refused")
@@ -251,6 +256,10 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
 
     # --- report
     progress.start("report", "summarising")
+    from kafkaops.fleet import principals as principals_stage
+
+    _write(principals_stage.run(desired, observed), paths["principals"])
+    principals_out = spark.read.parquet(paths["principals"])
     problem_rows = [(p.stage, p.cluster, p.file, None, None, None, p.severity, p.rule, None, None, p.message)
                     for p in problems]
     issue_frame = desired.issues.select("file", "index", "kind", "namespace", "name", "cluster", "severity", "rule",
@@ -289,6 +298,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
             "brokers": len(header.brokers) if header else None,
             "desired_topics": desired_topics.get((name,), 0), "observed_topics": observed_topics.get((name,), 0),
             "plan": plan_by_action,
+            "kinds": {k: sum(v for (c2, k2, a, r), v in kind_counts.items() if c2 == name and k2 == k and not r)
+                      for (c, k, _, _) in kind_counts if c == name},
             "problems": sum(v for (c, a, r), v in plan_counts.items() if c == name and r),
             "drift": drift_counts.get((name,), 0),
             "orphan_topics": orphan_counts.get((name, "KafkaTopic"), 0),
@@ -319,7 +330,7 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     data.tables, merged = findings.collect(spark, paths, desired)
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
                    "orphans": sum(orphan_counts.values()), "policy": merged["policy"],
-                   "access": sum(access_counts.values())}
+                   "access": sum(access_counts.values()), "principals": principals_out.count()}
     data.notes = ["plan: like `kafkaops plan --no-state` (the fleet has no ownership record: keys removed from "
                   "manifests are never planned for reset)."]
     progress.end("report.html, summary.md")

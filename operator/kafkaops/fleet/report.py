@@ -5,7 +5,8 @@ SVG charts (charts.py) and a small inline script, nothing fetched. People open i
 to fix first:
 
 - a table of contents with the count of every section;
-- tables (clusters, input problems, changes, drift, orphans, policy findings, manifest issues)
+- tables (clusters, input problems, changes, drift, orphans, policy findings, principals with their
+  credential, quotas and ACLs - never a secret -, manifest issues)
   that sort by any column (click or Enter on its header) and filter as one types (every word
   must occur in the row); without script they are still plain, readable tables;
 - every finding links to the manifest file that declares it, with the line (`payments.yaml:12`,
@@ -201,6 +202,11 @@ COLUMNS: dict[str, list[tuple[str, Cell, bool]]] = {  # table -> (label, cell, n
     "policy": [("severity", _severity, False), ("cluster", _cluster, False), ("kind", _text("kind"), False),
                ("name", _text("name"), False), ("rule", _text("rule"), False), ("state", _text("state"), False),
                ("reason", _text("reason"), False), ("manifest", _manifest, False)],
+    "principals": [("cluster", _cluster, False), ("principal", _text("principal"), False),
+                   ("credential", _text("credential"), False), ("declared credential", _text("declared"), False),
+                   ("quotas", _text("quotas"), False), ("declared quotas", _text("declared_quotas"), False),
+                   ("ACLs", _number("acl_count"), True), ("bindings", _text("acls"), False),
+                   ("manifest", _manifest, False)],
     "issues": [("severity", _severity, False), ("manifest", _manifest, False), ("kind", _text("kind"), False),
                ("name", _text("name"), False), ("field", _text("path"), False), ("rule", _text("rule"), False),
                ("reason", _text("reason"), False)],
@@ -299,7 +305,8 @@ _SCRIPT = """
 """
 
 SECTION_TITLES = {"problems": "Input problems", "clusters": "Clusters", "plan": "Changes", "drift": "Drift",
-                  "orphans": "Orphans", "policy": "Policy findings", "issues": "Manifest issues",
+                  "orphans": "Orphans", "policy": "Policy findings", "principals": "Principals",
+                  "issues": "Manifest issues",
                   "charts": "Charts", "run": "Run"}
 SECTION_INTROS = {
     "plan": "What <code>kafkaops apply</code> would do, per resource; refused changes first.",
@@ -307,6 +314,9 @@ SECTION_INTROS = {
     "orphans": "Topics and ACL bindings a cluster has and no manifest declares.",
     "policy": "Violations of the policy rules, errors first; a finding in both the manifests and the cluster is one "
               "row (state <code>desired + observed</code>).",
+    "principals": "Every principal a KafkaUser declares or a cluster knows (a SCRAM credential, quotas of "
+                  "<code>user=&lt;name&gt;</code>, ACL bindings), with what the cluster holds beside what the manifest "
+                  "declares. Credentials show their mechanism and iterations only: no password or hash is ever read.",
     "issues": "Invalid documents are left out of every output.",
 }
 
@@ -341,7 +351,9 @@ def sections(data: ReportData) -> list[tuple[str, int | None]]:
     if data.problems:
         out.append(("problems", len(data.problems)))
     out.append(("clusters", len(data.clusters)))
-    for key in ("plan", "drift", "orphans", "policy"):
+    for key in ("plan", "drift", "orphans", "policy", "principals"):
+        if key == "principals" and "principals" not in data.tables:
+            continue
         out.append((key, data.totals.get(key, len(data.tables.get(key) or []))))
     if data.tables.get("issues"):
         out.append(("issues", data.issues.get("errors", 0) + data.issues.get("warnings", 0)))
@@ -374,7 +386,7 @@ def render_html(data: ReportData) -> str:
             if notes:
                 out.append("<details><summary>Planner notes</summary><ul>"
                            + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul></details>")
-        elif key in ("plan", "drift", "orphans", "policy", "issues"):
+        elif key in ("plan", "drift", "orphans", "policy", "principals", "issues"):
             rows = data.tables.get(key) or []
             out.append(_section(key, count, len(rows)))
             out.append(data_table(key, rows, data) if rows else '<p class="meta">Nothing.</p>')

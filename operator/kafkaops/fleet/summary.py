@@ -65,11 +65,19 @@ def findings_of(data: ReportData, cluster: str) -> list[str]:
     return out
 
 
+def principal_changes(clusters: Sequence[Mapping[str, Any]]) -> str:
+    """` (2 to KafkaUsers, 1 to KafkaClientQuotas)` when the plan changes users or quotas, else ""."""
+    users = sum(int((c.get("kinds") or {}).get("KafkaUser", 0)) for c in clusters)
+    quotas = sum(int((c.get("kinds") or {}).get("KafkaClientQuota", 0)) for c in clusters)
+    return f" ({users} to KafkaUsers, {quotas} to KafkaClientQuotas)" if users or quotas else ""
+
+
 def render_markdown(data: ReportData, top: int = TOP_PER_CLUSTER) -> str:
     clusters = data.clusters
     changes = sum(plan_total(c) for c in clusters)
     lines = [f"# {data.title}", "",
-             f"{len(clusters)} cluster(s): **{changes} change(s)**, {_sum(clusters, 'problems')} refused, "
+             f"{len(clusters)} cluster(s): **{changes} change(s)**{principal_changes(clusters)}, "
+             f"{_sum(clusters, 'problems')} refused, "
              f"{_sum(clusters, 'drift')} drifted value(s), {_sum(clusters, 'orphan_topics')} orphan topic(s), "
              f"{_sum(clusters, 'orphan_acls')} orphan ACL binding(s), {_sum(clusters, 'policy_errors')} policy "
              f"error(s), {data.issues.get('invalid_documents', 0)} invalid manifest(s), {len(data.problems)} input "
