@@ -9,10 +9,11 @@ Stages (pipeline.py), each a small module working on Spark DataFrames:
 | `session.py` | The SparkSession: `local[*]` by default, `--master` or spark-submit's otherwise. |
 | `desired.py` | Manifests read and parsed inside Spark (one task per file split), per-document checks distributed, checks across documents (duplicates, clusterRefs) as aggregations. |
 | `observed.py` | Snapshots (format `kafkaops-snapshot` version 1): headers checked, Parquet tables read. |
-| `plan.py` | Per cluster, inside one task: `DesiredState` + `ObservedState` -> `kafkaops.reconcile.plan.plan`. |
+| `plan.py` | Per cluster, inside one task: `DesiredState` + `ObservedState` -> `kafkaops.reconcile.plan.plan` (topics, ACLs, broker configs, users, client quotas; no password is ever read). |
 | `drift.py`, `orphans.py` | Declared values that differ; topics and ACL bindings declared nowhere. |
 | `policy.py` | The policy file (YAML, schema-checked) and its rules as Spark expressions. |
 | `access.py` | Who can read/write which topic: ACL bindings matched to topics by equi-joins on names and prefixes. |
+| `principals.py` | Every principal with its credential (mechanism, iterations), quotas and ACLs: the report's Principals. |
 | `preflight.py` | The CLI's local arguments checked before Spark starts (paths, manifests, snapshots, policy). |
 | `jvmconsole.py` | The JVM's console output, filtered: start-up chatter hidden unless `--verbose`. |
 | `findings.py` | The report's rows: first findings of each output with reason, manifest line, human units (`units.py`). |
