@@ -55,6 +55,12 @@ def build(root: Path) -> ReportData:
             **where(c, 0, "replicationFactor")}))
         orphans.append(findings.orphan_row({"cluster": c, "kind": "KafkaTopic", "name": f"{c}.scratch",
                                             "detail": "partitions=1, replicationFactor=1"}))
+    principals = [findings.principal_row({
+        "cluster": c, "principal": f"User:{c}-app", "declared_mechanism": "SCRAM-SHA-512 (4096 iterations)",
+        "password_source": "generated", "credentials": ["SCRAM-SHA-256 (4096 iterations)"] if c == "dev" else [],
+        "quotas": ["producer_byte_rate=1048576"], "declared_quotas": ["producer_byte_rate=2097152"],
+        "acl_count": 12, "acls": [f"Allow User:{c}-app Read on Topic:{c}.orders.{i} (Literal) from *" for i in range(12)],
+        **where(c, 0, "credential")}) for c in CLUSTERS]
     clusters = [{"cluster": c, "status": "ok", "snapshot": f"2026-01-0{n + 1}T00:00:00Z", "brokers": 3 + n,
                  "desired_topics": 12, "observed_topics": 12 + n, "plan": {"update": 8 - (c == "edge")},
                  "problems": int(c == "edge"), "drift": 8, "orphan_topics": 1, "orphan_acls": 0, "policy_errors": 1, "policy_warnings": 1}
@@ -71,12 +77,13 @@ def build(root: Path) -> ReportData:
         brokers=[{"cluster": "prod", "broker": b, "replicas": 10 * (b + 1), "leaders": 5} for b in range(3)],
         principals=[{"principal": "User:etl", "read": 120, "write": 4, "clusters": ["prod"]}],
         tables={"plan": plan, "drift": drift, "orphans": orphans,
-                "policy": sorted(policy, key=findings.policy_sort_key),
+                "policy": sorted(policy, key=findings.policy_sort_key), "principals": principals,
                 "issues": [findings.issue_row({"severity": "error", "file": str(files["dev"]), "index": 2,
                                                "line": 33, "kind": "KafkaTopic", "name": "dev.orders.2",
                                                "path": "spec.partitions", "rule": "SchemaViolation",
                                                "message": "0 is less than the minimum of 1"})]},
-        totals={"plan": len(plan), "drift": len(drift), "orphans": len(orphans), "policy": len(policy)},
+        totals={"plan": len(plan), "drift": len(drift), "orphans": len(orphans), "policy": len(policy),
+                "principals": len(principals)},
         report_dir=str(root / "out"), cwd=str(root),
         snapshots={c: str(root / "snaps" / c / "header.json") for c in CLUSTERS},
     )

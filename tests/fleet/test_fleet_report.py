@@ -27,9 +27,9 @@ def test_table_of_contents_counts_every_section(tmp_path):
     toc = re.search(r'<nav class="toc".*?</nav>', page).group(0)
     assert re.findall(r'<a href="#([a-z]+)">[^<]+</a>(?: <span class="meta">\((\d+)\)</span>)?', toc) == [
         ("problems", "1"), ("clusters", "4"), ("plan", "24"), ("drift", "24"), ("orphans", "3"), ("policy", "6"),
-        ("issues", "1"), ("charts", ""), ("run", "2")]
+        ("principals", "3"), ("issues", "1"), ("charts", ""), ("run", "2")]
     assert [key for key, _ in sections(data)] == re.findall(r'<h2 id="([a-z]+)">', page)
-    for table in ("problems", "clusters", "plan", "drift", "orphans", "policy", "issues"):
+    for table in ("problems", "clusters", "plan", "drift", "orphans", "policy", "principals", "issues"):
         assert f'<table class="data" id="t-{table}">' in page and f'data-filter="t-{table}"' in page
 
 
@@ -118,3 +118,18 @@ def test_counts_in_tables_are_exact(tmp_path):
     data.clusters[0]["desired_topics"] = 1_234_567
     page = render_html(data)
     assert '<td class="n" data-sort="1234567">1,234,567</td>' in page  # exact, sorted as a number
+
+
+def test_principals_section_lists_credentials_quotas_and_acls(tmp_path):
+    from kafkaops.fleet.report import render_html, sections
+
+    data = build(tmp_path)
+    assert ("principals", 3) in sections(data)
+    page = render_html(data)
+    table = page.split('id="t-principals"')[1].split("</table>")[0]
+    dev = next(r for r in table.split("<tr") if ">User:dev-app<" in r)
+    assert "SCRAM-SHA-256 (4096 iterations)" in dev and "SCRAM-SHA-512 (4096 iterations), password generated" in dev
+    assert "producer_byte_rate=1048576" in dev and "producer_byte_rate=2097152" in dev
+    assert ">12<" in dev and "Topic:dev.orders.9 " in dev and "Topic:dev.orders.10 " not in dev
+    assert "… and 2 more (principals/)" in dev
+    assert 'class="manifest"' in dev and "topics.yaml:3<" in dev  # no credential line: the resource's

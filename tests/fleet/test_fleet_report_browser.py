@@ -59,7 +59,7 @@ def test_renders_without_errors(report, browser):
     browser.open(report.as_uri())
     assert browser.errors() == []
     assert browser.evaluate("document.title") == "kafkaops fleet plan"
-    assert browser.evaluate("document.querySelectorAll('table.data').length") == 7
+    assert browser.evaluate("document.querySelectorAll('table.data').length") == 8
     assert browser.evaluate("document.querySelectorAll('svg').length") == 4
     # the script ran: every sortable header is keyboard-reachable and announces its order
     assert browser.evaluate("Array.prototype.every.call(document.querySelectorAll('table.data th'),"
