@@ -283,6 +283,7 @@ def test_users_and_quotas_in_drift_report_and_summary(fleet_run):
     assert svc_a["credentials"] == ["SCRAM-SHA-512 (4096 iterations)"] and svc_a["quotas"] == ["producer_byte_rate=1048576"]
     assert svc_a["acl_count"] == 1 and "Read on Topic:east.orders.1" in svc_a["acls"][0]
     assert principals[("east", "User:svc-e")]["credentials"] == []  # declared, not yet in the cluster
+    assert principals[("west", "User:producer")]["file"].endswith("acls.yaml")  # a KafkaAcl's principal
     policy = {(p["cluster"], p["name"], p["rule"]) for p in _rows(spark, out / "policy")}
     assert ("east", "User:svc-b", "UserWithoutQuotas") in policy and ("east", "User:svc-a", "UserWithoutQuotas") not in policy
     page = (out / "report.html").read_text()

@@ -1,7 +1,7 @@
 """The principals table: every principal of every cluster with its credential, quotas and ACLs.
 
 For the report's "Principals" section and the `principals/` dataset. A principal is listed when a
-KafkaUser declares it or its cluster knows it: a SCRAM credential (`User:<user>`), quotas of the
+KafkaUser or a KafkaAcl declares it or its cluster knows it: a SCRAM credential (`User:<user>`), quotas of the
 entity `user=<user>`, or an ACL binding. Spark SQL only (aggregations and joins on small tables):
 
 | column | |
@@ -13,7 +13,7 @@ entity `user=<user>`, or an ACL binding. Spark SQL only (aggregations and joins 
 | `quotas` | the cluster's quotas of the entity `user=<user>`, `key=value` |
 | `declared_quotas` | the KafkaUser's quotas, `key=value` |
 | `acl_count`, `acls` | the cluster's ACL bindings of the principal (text, sorted) |
-| `file`, `index` | the KafkaUser's manifest, else null |
+| `file`, `index` | the KafkaUser's manifest, else the KafkaAcl's, else null |
 
 No secret can appear: snapshots hold none, and the desired rows only name where a password is.
 """
@@ -63,10 +63,15 @@ def run(desired: Desired, observed: Observed) -> DataFrame:
     acls = observed.acls.groupBy("cluster", "principal").agg(
         F.count(F.lit(1)).alias("acl_count"), F.array_sort(F.collect_list(binding_text(col("principal")))).alias("acls"))
     keys = ["cluster", "principal"]
-    return (declared.join(credentials, keys, "full").join(quotas, keys, "full").join(acls, keys, "full")
+    acl_manifests = desired.acls.filter(col("kind") != "KafkaUser").select(
+        "cluster", "principal", col("file").alias("acl_file"), col("index").alias("acl_index"))
+    return (declared.join(acl_manifests, keys, "full").join(credentials, keys, "full").join(quotas, keys, "full")
+            .join(acls, keys, "full")
             .select("cluster", "principal", "declared_mechanism", "password_source",
                     F.coalesce("credentials", F.array().cast("array<string>")).alias("credentials"),
                     F.coalesce("quotas", F.array().cast("array<string>")).alias("quotas"),
                     F.coalesce("declared_quotas", F.array().cast("array<string>")).alias("declared_quotas"),
                     F.coalesce("acl_count", F.lit(0)).cast("int").alias("acl_count"),
-                    F.coalesce("acls", F.array().cast("array<string>")).alias("acls"), "file", "index"))
+                    F.coalesce("acls", F.array().cast("array<string>")).alias("acls"),
+                    F.when(col("file").isNotNull(), col("file")).otherwise(col("acl_file")).alias("file"),
+                    F.when(col("file").isNotNull(), col("index")).otherwise(col("acl_index")).alias("index")))
