@@ -134,8 +134,9 @@ def _int(value: Any) -> int:
 
 def orphan_row(r: Mapping[str, Any]) -> dict[str, Any]:
     if r["kind"] == KAFKA_ACL:
-        why = ("a binding its principal's KafkaAcl lacks (apply deletes it)" if r.get("principal_declared")
-               else "a principal no KafkaAcl declares (kafkaops leaves it alone)")
+        why = ("a binding its principal's KafkaAcl (or KafkaUser acls) lacks (apply deletes it)"
+               if r.get("principal_declared")
+               else "a principal whose ACLs no KafkaAcl or KafkaUser declares (kafkaops leaves it alone)")
     else:
         why = "declared in no manifest (apply --prune deletes it where the cluster allows)"
     return {**_where(r), "detail": r.get("detail") or "", "reason": why}

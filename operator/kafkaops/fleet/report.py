@@ -314,7 +314,7 @@ SECTION_INTROS = {
     "orphans": "Topics and ACL bindings a cluster has and no manifest declares.",
     "policy": "Violations of the policy rules, errors first; a finding in both the manifests and the cluster is one "
               "row (state <code>desired + observed</code>).",
-    "principals": "Every principal a KafkaUser declares or a cluster knows (a SCRAM credential, quotas of "
+    "principals": "Every principal a KafkaUser or a KafkaAcl declares or a cluster knows (a SCRAM credential, quotas of "
                   "<code>user=&lt;name&gt;</code>, ACL bindings), with what the cluster holds beside what the manifest "
                   "declares. Credentials show their mechanism and iterations only: no password or hash is ever read.",
     "issues": "Invalid documents are left out of every output.",
