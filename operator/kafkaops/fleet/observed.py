@@ -206,10 +206,6 @@ def check_table(spark: SparkSession, path: str, table: str) -> str | None:
     return None
 
 
-def _present(spark: SparkSession, root: str, cluster: str, table: str) -> bool:
-    return hadoopfs.exists(spark, hadoopfs.join(root, cluster, f"{table}.parquet"))
-
-
 def load(spark: SparkSession, root: str, clusters: list[str] | None = None, check_tables: bool = True) -> Observed:
     """Every readable snapshot under `root` (or only `clusters`), its tables as DataFrames."""
 
@@ -217,6 +213,7 @@ def load(spark: SparkSession, root: str, clusters: list[str] | None = None, chec
         raise FleetError(f"--observed {root}: no such directory")
     directories = [d for d in hadoopfs.list_dirs(spark, root) if clusters is None or d in clusters]
     headers: dict[str, SnapshotHeader] = {}
+    absent: dict[str, set[str]] = {}  # cluster -> the OPTIONAL_TABLES its snapshot lacks
     problems: list[InputProblem] = []
     for directory in directories:
         base = hadoopfs.join(root, directory)
@@ -242,6 +239,7 @@ def load(spark: SparkSession, root: str, clusters: list[str] | None = None, chec
             if not hadoopfs.exists(spark, path):
                 if table in OPTIONAL_TABLES:
                     unread.append(table)
+                    absent.setdefault(directory, set()).add(table)
                     continue
                 bad = InputProblem("observed", path, SNAPSHOT_MISSING_TABLE, f"the {table} table is missing", directory)
             elif check_tables and (why := check_table(spark, path, table)) is not None:
@@ -256,8 +254,8 @@ def load(spark: SparkSession, root: str, clusters: list[str] | None = None, chec
     # one scan per table over every accepted cluster (the schema is the contract's: no footer inference)
     frames: dict[str, DataFrame] = {}
     for table in TABLES:
-        paths = [hadoopfs.join(root, name, f"{table}.parquet") for name, h in sorted(headers.items())
-                 if table not in OPTIONAL_TABLES or (table not in h.unread or _present(spark, root, name, table))]
+        paths = [hadoopfs.join(root, name, f"{table}.parquet") for name in sorted(headers)
+                 if table not in absent.get(name, ())]
         frames[table] = (spark.read.schema(table_ddl(table)).parquet(*paths) if paths
                          else spark.createDataFrame([], table_ddl(table)))
     observed.topics = frames["topics"]

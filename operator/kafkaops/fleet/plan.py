@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -203,7 +203,7 @@ def _config_source(name: str | None) -> ConfigSource:
 
 
 def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_cluster: Mapping | None,
-                  users: list = (), quotas: list = ()) -> DesiredState:  # type: ignore[assignment]
+                  users: Sequence[Mapping[str, Any]] = (), quotas: Sequence[Mapping[str, Any]] = ()) -> DesiredState:
     """Declared resources in the order `kafkaops plan` meets them: by file, then document index."""
     order = lambda r: (r["file"] or "", r["index"] or 0)  # noqa: E731
     return DesiredState(
@@ -216,11 +216,14 @@ def desired_state(cluster: str, topics: list, acls: list, brokers: list, kafka_c
     )
 
 
+_ENTITY_COLUMNS = (("user", "user"), ("client-id", "client_id"), ("ip", "ip"))  # entity type, client_quotas column
+
+
 def quota_entity(row: Mapping[str, Any]) -> QuotaEntity:
     """The QuotaEntity of a client_quotas row. Its user/client_id/ip columns are null both for "no
     such component" and for the default entity; the canonical `entity` text tells them apart."""
-    named = [(t, row[c]) for t, c in (("user", "user"), ("client-id", "client_id"), ("ip", "ip")) if row[c] is not None]
-    unnamed = [t for t, c in (("user", "user"), ("client-id", "client_id"), ("ip", "ip")) if row[c] is None]
+    named = [(t, row[c]) for t, c in _ENTITY_COLUMNS if row[c] is not None]
+    unnamed = [t for t, c in _ENTITY_COLUMNS if row[c] is None]
     for count in range(len(unnamed) + 1):
         for defaults in itertools.combinations(unnamed, count):
             try:
@@ -232,9 +235,12 @@ def quota_entity(row: Mapping[str, Any]) -> QuotaEntity:
     raise ValueError(f"client_quotas: entity {row['entity']!r} does not match its user/client_id/ip columns")
 
 
-def principals_observed(header: Mapping[str, Any], scram: list, quotas: list
-                        ) -> tuple[dict[str, tuple[ScramCredentialInfo, ...]] | None,
-                                   dict[QuotaEntity, dict[str, float]] | None]:
+Credentials = dict[str, tuple[ScramCredentialInfo, ...]]  # by SCRAM user
+Quotas = dict[QuotaEntity, dict[str, float]]
+
+
+def principals_observed(header: Mapping[str, Any], scram: Sequence[Mapping[str, Any]],
+                        quotas: Sequence[Mapping[str, Any]]) -> tuple[Credentials | None, Quotas | None]:
     """SCRAM credentials by user and quotas by entity from the snapshot rows; None for a table the
     snapshot lacks or could not fill (header `unread`): the planner then says it was not read."""
     unread = set(header.get("unread") or ())
@@ -272,8 +278,8 @@ def fleet_passwords(users: tuple[KafkaUser, ...], observed: ObservedState) -> di
 
 
 def observed_state(header: Mapping[str, Any], topics: list, acls: list, broker_configs: list,
-                   declared_keys: Mapping[str, frozenset[str]], scram: list = (),  # type: ignore[assignment]
-                   quotas: list = ()) -> ObservedState:  # type: ignore[assignment]
+                   declared_keys: Mapping[str, frozenset[str]], scram: Sequence[Mapping[str, Any]] = (),
+                   quotas: Sequence[Mapping[str, Any]] = ()) -> ObservedState:
     """The engine's view of a cluster, from its snapshot rows. `declared_keys`: topic -> declared
     config keys, which get Kafka's default when the snapshot (non-default entries only) lacks them."""
     observed_topics: dict[str, ObservedTopic] = {}
