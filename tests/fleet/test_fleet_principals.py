@@ -186,7 +186,7 @@ def test_drift_of_credentials_quotas_and_inline_acls(fleet):
     assert not names & {"User:dave", "User:erin", "User:frank", "ip=10.0.0.1", "user=<default>"}  # new, or equal
 
 
-def test_set_rules_for_users_and_quotas_are_validates(spark, tmp_path):
+def test_set_rules_for_users_and_quotas_match_validate(spark, tmp_path):
     """DuplicateUser, DuplicateQuotaEntity and DuplicateAclPrincipal (a KafkaAcl and a KafkaUser's
     inline rules) across files: the same issues as `kafkaops validate`."""
     tree = tmp_path / "repo"
