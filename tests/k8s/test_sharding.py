@@ -3,7 +3,12 @@ decision (pure), and three Sharders against the API emulator's Leases with a fak
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import os
+import shutil
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -251,3 +256,19 @@ async def test_a_holder_that_cannot_renew_stops_before_anyone_may_take_over(emul
     assert a.owns(("kafka", "main"))
     clock.now += 10  # its loop is stuck: 15 s since its last write started
     assert not a.owns(("kafka", "main")), "past the renew deadline (10 s) it no longer owns the cluster"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+async def test_kubectl_get_leases_shows_the_holders(emulator) -> None:
+    _api, kubeconfig = emulator
+    clock = Clock()
+    a = Sharder(lease_api(kubeconfig), ShardSettings("op-a", "kafkaops-system"), lambda: [("kafka", "main")],
+                clock=clock, wall=time.time)
+    for _ in range(2):
+        await a.step()
+    done = await asyncio.to_thread(subprocess.run, ["kubectl", "get", "leases", "-n", "kafkaops-system"],
+                                   capture_output=True, text=True, env={**os.environ, "KUBECONFIG": str(kubeconfig)})
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert rows[0] == ["NAME", "HOLDER", "AGE"]
+    assert sorted(row[:2] for row in rows[1:]) == [["kafkaops-kafka-main", "op-a"], ["kafkaops-member-op-a", "op-a"]]
