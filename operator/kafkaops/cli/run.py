@@ -42,18 +42,26 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
               help="Retry throttled/timed-out work after [15s].")
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
+@click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
+              help="Spread KafkaClusters over the replicas with Leases (no kopf peering).")
+@click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", metavar="SEC",
+              help="Sharding: a dead replica's clusters move after [15s].")
+@click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", metavar="NS",
+              help="Sharding: namespace of the Leases [$POD_NAMESPACE, else default].")
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
         priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
-        peering_lifetime: float, log_format: str, verbose: bool) -> None:
+        peering_lifetime: float, sharding: str | None, lease_duration: float, lease_namespace: str | None,
+        log_format: str, verbose: bool) -> None:
     """Run the Kubernetes operator (in-cluster service account, else KUBECONFIG).
 
     \b
     Examples:
       kafkaops run -A --peering kafkaops        # every namespace, HA with a second replica
       kafkaops run -n kafka --standalone --log-format json
+      kafkaops run -A --sharding leases         # every replica works, each on its KafkaClusters
 
     Status follows kstatus (Ready/Reconciling/Stalled). Details: docs/cli.md.
     """
@@ -68,16 +76,22 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
 
     if not clusterwide and not namespaces:
         raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
+    if sharding and peering_name:
+        raise click.UsageError("--sharding and --peering exclude each other: with sharding every replica is active")
+    if lease_duration < 3:
+        raise click.UsageError(f"--lease-duration {lease_duration:g}: at least 3 seconds")
     kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
     install_log_policy(verbose)
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
-    memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None,
-                                                                peering_lifetime=peering_lifetime))
+    memo = kopf.Memo(operator_settings=OperatorSettings(
+        retry_delay=retry_delay, metrics_port=metrics_port or None, peering_lifetime=peering_lifetime,
+        sharding=sharding, lease_duration=lease_duration,
+        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default"))
     kopf.run(
         clusterwide=clusterwide,
         namespaces=list(namespaces),
-        standalone=standalone,
+        standalone=standalone or bool(sharding),  # sharded: every replica is active, no kopf peering
         peering_name=peering_name,
         priority=priority,
         liveness_endpoint=liveness_endpoint,

@@ -42,6 +42,7 @@ class KubernetesApi:
         configuration = client.Configuration.get_default_copy()
         configuration.connection_pool_maxsize = self.WRITERS
         api_client = client.ApiClient(configuration)
+        self.api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
         self._writers = ThreadPoolExecutor(self.WRITERS, thread_name_prefix="kafkaops-api")
@@ -58,6 +59,19 @@ class KubernetesApi:
                 raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+
+    async def touch(self, plural: str, namespace: str, name: str, annotation: str, value: str) -> None:
+        """Set one annotation (a merge patch): an event for the watchers of the object; deleted
+        meanwhile is no error."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural, name,
+                {"metadata": {"annotations": {annotation: value}}})
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
 
     async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any],
                            attempts: int = 5) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.drift import Resync
+from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.context import (
     CLUSTER_NOT_FOUND,
     CLUSTER_NOT_READY,
@@ -101,7 +102,7 @@ CLUSTER_PLURAL = "kafkaclusters"
 
 
 @dataclass
-class Reconciler(Resync):
+class Reconciler(Resync, Handover):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -109,6 +110,8 @@ class Reconciler(Resync):
     status_writer: StatusWriter | None = None  # writes outside a handler: waiting room, outages, throttle record
     event_poster: EventPoster | None = None
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
+    owner: Ownership = field(default_factory=OwnsEverything)  # sharded mode: the Sharder (handover.py)
+    toucher: Toucher | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _lagging: dict[str, int] = field(default_factory=dict, repr=False)  # drift.py's safety net
@@ -140,6 +143,8 @@ class Reconciler(Resync):
     async def _context_for(self, key: ClusterKey) -> tuple[ClusterContext | None, tuple[str, str] | None]:
         """The resource's cluster context, connected; or why the resource must wait: (reason, message)."""
         namespace, name = key
+        if not self.owner.owns(key):  # handed over meanwhile: the new owner picks it up
+            return None, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name} is worked on by another replica")
         cluster_body = self.catalog.cluster(key)
         if cluster_body is None:
             return None, (CLUSTER_NOT_FOUND, f"KafkaCluster {namespace}/{name} does not exist (yet)")
@@ -433,6 +438,8 @@ class Reconciler(Resync):
     async def cluster_state_changed(self, context: ClusterContext) -> None:
         """The listener of every context: the KafkaCluster's status and Event follow the connection;
         the waiting resources run when it connects; Ready ones are told once when it goes down."""
+        if not self.owner.owns(context.key):
+            return
         body = self.catalog.cluster(context.key)
         if body is not None and self.status_writer is not None:
             await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
@@ -488,7 +495,10 @@ class Reconciler(Resync):
         task.add_done_callback(self._tasks.discard)
 
     async def publish(self, body: Mapping[str, Any], result: Result, plural: str | None = None) -> None:
-        """Write a result outside a handler of the resource: its status and its Event."""
+        """Write a result outside a handler of the resource: its status and its Event (never for a
+        cluster this replica no longer owns)."""
+        if not self.owner.owns(self.cluster_key(body, plural)):
+            return
         metadata = body.get("metadata") or {}
         if result.status is not None and self.status_writer is not None:
             await self.status_writer(plural or PLURALS.get(str(body.get("kind")), ""), metadata.get("namespace"),

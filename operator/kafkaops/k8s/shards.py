@@ -30,7 +30,10 @@ from kafkaops.k8s.sharding import (
     lease_body,
     live_members,
     member_lease_name,
+    preferred_owner,
 )
+
+UNSHARDED: ClusterKey = (None, "")  # the pseudo-cluster of resources that name none
 
 log = logging.getLogger("kafkaops.operator")
 
@@ -153,18 +156,26 @@ class Sharder:
     # --- what the operator asks ----------------------------------------------------------------------
 
     def owns(self, key: ClusterKey | None) -> bool:
-        held = self._held.get(key) if key is not None else None
+        if key is None:  # a resource naming no cluster (invalid): one live member reports it, no Lease
+            return preferred_owner(UNSHARDED, self.members) == self.identity
+        held = self._held.get(key)
         return held is not None and self.clock() - held.written_at < self.settings.renew_deadline
 
     def epoch(self, key: ClusterKey | None) -> int | None:
         """Changes with every acquisition: work started under one epoch is void under another."""
-        held = self._held.get(key) if key is not None else None
+        if key is None:
+            return 0 if self.owns(None) else None
+        held = self._held.get(key)
         return held.epoch if held is not None and self.owns(key) else None
 
     def owned(self) -> list[ClusterKey]:
-        return sorted((k for k in self._held if self.owns(k)), key=lambda k: (k[0] or "", k[1]))
+        return sorted((k for k in list(self._held) if self.owns(k)), key=lambda k: (k[0] or "", k[1]))
 
     # --- the loop -------------------------------------------------------------------------------------
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run(), name="kafkaops sharder")
