@@ -3,7 +3,7 @@ KafkaClusters on the fake cluster double (its control endpoint counts CreateTopi
 
 Every cluster has exactly one owner; a replica killed with -9 has its clusters taken over within a
 lease period (+ a renew period + slack; the figure is printed), an edit made after the kill reaches
-Ready, and no topic is created twice or meets TOPIC_ALREADY_EXISTS."""
+Ready, a deletion made after the kill is carried out by the new owner, and no topic is created twice or meets TOPIC_ALREADY_EXISTS."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
         replicas = {name: start_operator(api.kubeconfig, env={**SHARDED, "POD_NAME": name}) for name in names}
         try:
             create_all(kube, "kafkaclusters", [{**cluster(c, ""), "spec": {"bootstrapServers": kafka.url.split(",")}} for c in CLUSTERS])
-            create_all(kube, "kafkatopics", [topic(f"{c}-t{i}", c) for c in CLUSTERS for i in range(TOPICS_PER_CLUSTER)])
+            create_all(kube, "kafkatopics", [topic(f"{c}-t{i}", c, deletionPolicy="Delete") for c in CLUSTERS
+                                             for i in range(TOPICS_PER_CLUSTER)])
             wait_until(lambda: len(kube.list("kafkatopics")) == len(CLUSTERS) * TOPICS_PER_CLUSTER
                        and all(ready_at_generation(t) for t in kube.list("kafkatopics")), timeout=120,
                        what="every topic Ready")
@@ -72,6 +73,7 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             target = orphaned[0]
             kube.patch("kafkatopics", f"{target}-t0", {"spec": {"partitions": 2}})
             kube.create("kafkatopics", topic(f"{target}-late", target))
+            kube.delete("kafkatopics", f"{target}-t1")  # its finalizer waits for the new owner
 
             def taken_over() -> bool:
                 now = holders(kube)
@@ -85,7 +87,10 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             wait_until(lambda: ready_at_generation(kube.get("kafkatopics", f"{target}-late"))
                        and ready_at_generation(kube.get("kafkatopics", f"{target}-t0")), timeout=60,
                        what="the edits made after the kill Ready")
+            wait_until(lambda: kube.get("kafkatopics", f"{target}-t1") is None, timeout=60,
+                       what="the topic deleted after the kill released by the new owner")
             state = kafka_state(kafka)
+            assert f"{target}-t1" not in state["topics"] and state["deleted"].get(f"{target}-t1") == 1
             assert len(state["topics"][f"{target}-t0"]["replicas"]) == 2
             assert f"{target}-late" in state["topics"]
             new_owner = holders(kube)[target]
