@@ -43,7 +43,8 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
 @click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
-              help="Spread KafkaClusters over the replicas with Leases (no kopf peering).")
+              help="Spread KafkaClusters over the replicas with Leases (no kopf peering; "
+              "KAFKAOPS_SHARDING overrides --peering).")
 @click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", metavar="SEC",
               help="Sharding: a dead replica's clusters move after [15s].")
 @click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", metavar="NS",
@@ -77,7 +78,10 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     if not clusterwide and not namespaces:
         raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
     if sharding and peering_name:
-        raise click.UsageError("--sharding and --peering exclude each other: with sharding every replica is active")
+        source = click.get_current_context().get_parameter_source("sharding")
+        if source is not click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError("--sharding and --peering exclude each other: with sharding every replica is active")
+        peering_name = None  # KAFKAOPS_SHARDING (the sharding component) overrides the manifests' --peering
     if lease_duration < 3:
         raise click.UsageError(f"--lease-duration {lease_duration:g}: at least 3 seconds")
     kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
