@@ -33,7 +33,7 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--peering", "peering_name", default=None, metavar="NAME",
               help="kopf peering object (HA: one replica works).")
 @click.option("--priority", type=int, default=None, metavar="N",
-              help="Peering priority [random: replicas never tie].")
+              help="Peering priority [random: never tied].")
 @click.option("--liveness", "liveness_endpoint", default=None, metavar="URL",
               help="Liveness probe, e.g. http://0.0.0.0:8080/healthz.")
 @click.option("--metrics-port", type=int, default=9090, metavar="PORT",
@@ -43,12 +43,10 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
 @click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
-              help="Spread KafkaClusters over the replicas with Leases (no kopf peering; "
-              "KAFKAOPS_SHARDING overrides --peering).")
-@click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", metavar="SEC",
-              help="Sharding: a dead replica's clusters move after [15s].")
-@click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", metavar="NS",
-              help="Sharding: namespace of the Leases [$POD_NAMESPACE, else default].")
+              help="Spread KafkaClusters over all replicas.")
+# sharding's knobs, from the environment (docs/cli.md): hidden to keep the help on one screen
+@click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", hidden=True)
+@click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", hidden=True)
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
@@ -62,7 +60,6 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     Examples:
       kafkaops run -A --peering kafkaops        # every namespace, HA with a second replica
       kafkaops run -n kafka --standalone --log-format json
-      kafkaops run -A --sharding leases         # every replica works, each on its KafkaClusters
 
     Status follows kstatus (Ready/Reconciling/Stalled). Details: docs/cli.md.
     """
