@@ -66,6 +66,7 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
 
             victim = max(names, key=lambda n: list(owners.values()).count(n))
             orphaned = sorted(c for c, o in owners.items() if o == victim)
+            since = {name: len(replica.log(10**8)) for name, replica in replicas.items()}
             replicas[victim].process.send_signal(signal.SIGKILL)
             killed = time.monotonic()
             replicas[victim].process.wait(10)
@@ -95,6 +96,12 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             assert f"{target}-late" in state["topics"]
             new_owner = holders(kube)[target]
             assert f"KafkaCluster kafka/{target} picked up" in replicas[new_owner].log(10**8)
+            for c in orphaned:  # the new owners compare what the victim left settled, at once
+                wait_until(lambda c=c: any(f"KafkaCluster kafka/{c}: " in line and "compared with Kafka" in line
+                                           for name in names if name != victim
+                                           for line in replicas[name].log(10**8)[since[name]:].splitlines()),
+                           timeout=30,
+                           what=f"the new owner's first resync of {c}")
 
             final = holders(kube)
             assert sorted(final) == CLUSTERS and all(o in names and o != victim for o in final.values()), final

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -288,7 +289,12 @@ async def resync(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
             await stopped.wait(0.5)  # an in-memory look, no request: the context connects on its own
             continue
         if context.resynced:
-            await stopped.wait(context.model.spec.resync_interval_seconds)
+            # until the interval is over, or the context was replaced (a spec change, or a sharded
+            # replica that lost and regained the cluster: the new context's first resync is due now)
+            deadline = time.monotonic() + context.model.spec.resync_interval_seconds
+            while not stopped and context.ready and state.reconciler.clusters.get(key) is context \
+                    and (left := deadline - time.monotonic()) > 0:
+                await stopped.wait(min(left, 1.0))
             if stopped or not context.ready or state.reconciler.clusters.get(key) is not context:
                 continue
         try:

@@ -268,10 +268,14 @@ class Reconciler(Resync, Handover):
                     return following
                 extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
         options = RunOptions(all_topics=False, defer_replica_changes=True)
+        engine = context.engine  # a context closed meanwhile (handed over, deleted) drops its engine
         try:
-            report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
+            report = await engine.reconcile(DesiredState.of([model], context.model), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
+        if context.engine is not engine:
+            return self._wait(body, context.key, CLUSTER_NOT_READY,
+                              f"KafkaCluster {context.key[0]}/{context.key[1]}: its connection was closed")
         outcome = next(o for o in report.outcomes if o.source == model.source)
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
             return self._connection_lost(body, context, ConnectionError(outcome.problem.message))
@@ -279,15 +283,18 @@ class Reconciler(Resync, Handover):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            info = await context.engine.batcher.describe_topic(model.topic_name)
+            try:
+                info = await engine.batcher.describe_topic(model.topic_name)
+            except KafkaConnectionError as exc:
+                return self._connection_lost(body, context, exc)
             if info.value is not None:
                 fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
                               partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
                 fields = {k: v for k, v in fields.items() if v is not None or k == THROTTLE_RECORD}
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
-        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
-        self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
+        self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
+        self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
@@ -384,8 +391,9 @@ class Reconciler(Resync, Handover):
                            "kafkaops.io/confirm-deletions=true")
                 return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
             try:
-                planned = await context.engine.plan_removal(model)
-                report = await context.engine.apply(planned, RunOptions(all_topics=False))
+                engine = context.engine
+                planned = await engine.plan_removal(model)
+                report = await engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
         outcome = report.outcomes[0]
