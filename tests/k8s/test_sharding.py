@@ -16,6 +16,7 @@ import pytest
 
 from kafkaops.k8s.sharding import (
     Action,
+    assign,
     LeaseRecord,
     Observations,
     cluster_lease_name,
@@ -55,6 +56,22 @@ def test_clusters_spread_over_members_and_a_member_leaving_moves_only_its_own() 
     assert moved and all(before[key] == "op-b" for key in moved), "only op-b's clusters move"
     joined = {key: preferred_owner(key, [*members, "op-d"]) for key in CLUSTERS}
     assert all(joined[key] in (before[key], "op-d") for key in CLUSTERS), "a new member only takes, never reshuffles"
+
+
+def test_assign_bounds_the_load_and_a_member_leaving_moves_little() -> None:
+    members = ["op-a", "op-b", "op-c"]
+    twelve = [("kafka", f"k{i:02d}") for i in range(12)]
+    plain = collections.Counter(preferred_owner(k, ["op-0", "op-1", "op-2"]) for k in twelve)
+    bounded = collections.Counter(assign(twelve, ["op-0", "op-1", "op-2"]).values())
+    assert max(plain.values()) == 7 and max(bounded.values()) <= 5, (plain, bounded)  # ceil(1.25 * 12 / 3)
+    before = assign(CLUSTERS, members)
+    assert assign(CLUSTERS, list(reversed(members))) == before, "the same map in every replica"
+    assert max(collections.Counter(before.values()).values()) <= 25  # ceil(1.25 * 60 / 3)
+    after = assign(CLUSTERS, ["op-a", "op-c"])
+    kept = [k for k in CLUSTERS if before[k] != "op-b" and after[k] == before[k]]
+    others = [k for k in CLUSTERS if before[k] != "op-b"]
+    assert len(kept) >= 0.8 * len(others), (len(kept), len(others))
+    assert assign(CLUSTERS, []) == {}
 
 
 def test_lease_names_are_valid_and_distinct() -> None:
@@ -107,22 +124,22 @@ def test_decide() -> None:
     me = preferred_owner(key, members)
     other = next(m for m in members if m != me)
     assert me is not None
-    assert decide(me, key, None, members, seen, 0.0, holding=False) is Action.ACQUIRE
-    assert decide(me, key, None, members, seen, 0.0, holding=False, may_acquire=False) is Action.NONE
-    assert decide(other, key, None, members, seen, 0.0, holding=False) is Action.NONE
+    assert decide(me, key, None, me, seen, 0.0, holding=False) is Action.ACQUIRE
+    assert decide(me, key, None, me, seen, 0.0, holding=False, may_acquire=False) is Action.NONE
+    assert decide(other, key, None, me, seen, 0.0, holding=False) is Action.NONE
     theirs = record("l", other, rv="3")
     seen.see([theirs], now=0.0)
-    assert decide(me, key, theirs, members, seen, 14.0, holding=False) is Action.NONE, "held and fresh"
-    assert decide(me, key, theirs, members, seen, 15.0, holding=False) is Action.ACQUIRE, "expired"
+    assert decide(me, key, theirs, me, seen, 14.0, holding=False) is Action.NONE, "held and fresh"
+    assert decide(me, key, theirs, me, seen, 15.0, holding=False) is Action.ACQUIRE, "expired"
     released = record("l", "", rv="4")
-    assert decide(me, key, released, members, seen, 0.0, holding=False) is Action.ACQUIRE
+    assert decide(me, key, released, me, seen, 0.0, holding=False) is Action.ACQUIRE
     mine = record("l", me, rv="5")
-    assert decide(me, key, mine, members, seen, 0.0, holding=True) is Action.RENEW
+    assert decide(me, key, mine, me, seen, 0.0, holding=True) is Action.RENEW
     # held by `other`, but `me` is preferred and live: `other` hands it over
     held_by_other = record("l", other, rv="6")
-    assert decide(other, key, held_by_other, members, seen, 0.0, holding=True) is Action.RELEASE
+    assert decide(other, key, held_by_other, me, seen, 0.0, holding=True) is Action.RELEASE
     # `other` alone: it keeps what it holds
-    assert decide(other, key, held_by_other, [other], seen, 0.0, holding=True) is Action.RENEW
+    assert decide(other, key, held_by_other, other, seen, 0.0, holding=True) is Action.RENEW
 
 
 # --- Sharders against the emulator's Leases --------------------------------------------------------------
@@ -196,7 +213,7 @@ async def test_three_sharders_one_owner_each_failover_within_a_lease_period(emul
         await tick(replicas)
     owners = {key: [s.identity for s in replicas if s.owns(key)] for key in clusters}
     assert all(len(o) == 1 for o in owners.values()), owners
-    expected = {key: preferred_owner(key, ["op-a", "op-b", "op-c"]) for key in clusters}
+    expected = assign(clusters, ["op-a", "op-b", "op-c"])
     assert {key: o[0] for key, o in owners.items()} == expected
 
     victim = next(s for s in replicas if s.owned())
@@ -234,7 +251,7 @@ async def test_a_joining_member_takes_its_share_by_handover_and_a_clean_stop_rel
         for s in (a, b):
             await s.step()
         clock.now += 5
-    share = {key: preferred_owner(key, ["op-a", "op-b"]) for key in clusters}
+    share = assign(clusters, ["op-a", "op-b"])
     assert sorted(b.owned()) == sorted(k for k, o in share.items() if o == "op-b") and b.owned()
     assert sorted(a.owned()) == sorted(k for k, o in share.items() if o == "op-a")
     await b.stop()  # released at once: op-a takes them at its next tick, no lease period to wait

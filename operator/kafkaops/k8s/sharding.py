@@ -1,6 +1,7 @@
 """Sharding by KafkaCluster: the pure decisions (no I/O; `shards.py` runs them against the API).
 
-- `preferred_owner`: rendezvous (highest-random-weight) hashing of a cluster over the live members.
+- `preferred_owner`: rendezvous (highest-random-weight) hashing of a cluster over the live members;
+  `assign`: the same with bounded loads (no replica above 125% of the average).
 - `Observations`: when each Lease was first seen at its current resourceVersion, by this replica's
   own monotonic clock; a Lease not changed for its leaseDurationSeconds is expired (client-go's rule:
   no trust in other replicas' clocks).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,6 +40,28 @@ def preferred_owner(key: ClusterKey, members: Iterable[str]) -> str | None:
     """The member that should own cluster `key`: the highest weight of (member, cluster); ties (never
     in practice) broken by the name. The same answer in every replica that sees the same members."""
     return max(members, key=lambda m: (_weight(m, key), m), default=None)
+
+
+def assign(keys: Iterable[ClusterKey], members: Iterable[str], slack: float = 0.25) -> dict[ClusterKey, str]:
+    """Who should own each cluster: rendezvous hashing with bounded loads. Clusters, in the order
+    of their own hash, go to the member of highest weight that holds fewer than
+    ceil((1 + slack) * clusters / members); plain rendezvous hashing put 7, 3 and 2 of 12 clusters
+    on three replicas. Deterministic: every replica that sees the same clusters and members
+    computes the same map; a member leaving moves its own clusters and few others."""
+    people = sorted(set(members))
+    keys = sorted(set(keys), key=lambda k: (hashlib.blake2b(cluster_id(k).encode(), digest_size=8).digest(), cluster_id(k)))
+    if not people:
+        return {}
+    cap = max(1, math.ceil((1 + slack) * len(keys) / len(people)))
+    load = dict.fromkeys(people, 0)
+    chosen: dict[ClusterKey, str] = {}
+    for key in keys:
+        for member in sorted(people, key=lambda m: (_weight(m, key), m), reverse=True):
+            if load[member] < cap:
+                chosen[key] = member
+                load[member] += 1
+                break
+    return chosen
 
 
 def _name(prefix: str, rest: str) -> str:
@@ -148,11 +172,10 @@ class Action(StrEnum):
     RELEASE = "release"  # ours, but another live member is preferred: stop, then clear the holder
 
 
-def decide(me: str, key: ClusterKey, lease: LeaseRecord | None, members: list[str], observations: Observations,
+def decide(me: str, key: ClusterKey, lease: LeaseRecord | None, preferred: str | None, observations: Observations,
            now: float, *, holding: bool, may_acquire: bool = True) -> Action:
-    """What to do with cluster `key`'s Lease this tick. `holding`: this replica believes it holds it
-    (its last write succeeded within the renew deadline)."""
-    preferred = preferred_owner(key, members)
+    """What to do with cluster `key`'s Lease this tick. `preferred`: who should own it (`assign`);
+    `holding`: this replica believes it holds it (its last write succeeded within the renew deadline)."""
     if lease is not None and lease.holder == me and holding:
         return Action.RELEASE if preferred != me else Action.RENEW
     free = lease is None or not lease.holder or lease.holder == me or observations.expired(lease, now)

@@ -25,6 +25,7 @@ from kafkaops.k8s.sharding import (
     Action,
     LeaseRecord,
     Observations,
+    assign,
     cluster_lease_name,
     decide,
     lease_body,
@@ -219,6 +220,7 @@ class Sharder:
             if not self.owns(key):
                 await self._lose(key, "its renewal is overdue")
         wanted = set(self.clusters())
+        preferred = assign(wanted, self.members)
         for key in sorted(wanted | set(by_cluster), key=lambda k: (k[0] or "", k[1])):
             lease = by_cluster.get(key)
             if key not in wanted:  # the KafkaCluster is gone: a Lease of ours goes with it
@@ -227,7 +229,7 @@ class Sharder:
                 continue
             if key in self._held and (lease is None or lease.holder != self.identity):
                 await self._lose(key, f"its Lease is held by {lease.holder if lease else 'nobody'}")
-            action = decide(self.identity, key, lease, self.members, self.observations, now,
+            action = decide(self.identity, key, lease, preferred.get(key), self.observations, now,
                             holding=self.owns(key), may_acquire=self._ticks > 1)
             if action is Action.ACQUIRE:
                 await self._acquire(key, lease)
