@@ -99,6 +99,9 @@ def main() -> None:
             total = time.perf_counter() - start
             sent = {n: requests_by_api(ports[n]) for n in names}
             rss = {n: peak_rss_mib(replicas[n].pid) for n in names}
+            # ownership lost under load (a renewal past its deadline), and clusters acquired, per replica
+            losses = {n: replicas[n].log(10**9).count("stops work on KafkaCluster") for n in names}
+            acquired = {n: replicas[n].log(10**9).count(" owns KafkaCluster ") for n in names}
             load = os.getloadavg()
 
             failover = resynced = float("nan")
@@ -138,6 +141,7 @@ def main() -> None:
           f"({args.topics / total:.0f} resources/s)")
     print(f"  CreateTopics requests: {sum(creates.values())} {creates}")
     print(f"  Metadata requests: {sum(s.get('Metadata', 0) for s in sent.values())}")
+    print(f"  Lease acquisitions {acquired}, ownership lost to a missed renewal {losses}")
     print(f"  peak RSS per replica (MiB): { {n: round(r) for n, r in rss.items()} }")
     if victim:
         before = sum(creates[n] for n in names if n != victim)

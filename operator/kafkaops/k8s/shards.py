@@ -112,7 +112,14 @@ class ShardSettings:
 
     @property
     def renew_period(self) -> float:
+        """How old a write may get before it is renewed."""
         return self.lease_duration / 3
+
+    @property
+    def retry_period(self) -> float:
+        """The tick: Leases are read, and late or failed renewals retried, this often (client-go's
+        2 s for a 15 s lease), so one slow request does not cost the deadline."""
+        return max(0.5, self.lease_duration * 2 / 15)
 
     @property
     def renew_deadline(self) -> float:
@@ -131,7 +138,7 @@ Hook = Callable[[ClusterKey], Awaitable[None]]
 
 class Sharder:
     """One replica's view and handling of the Leases; `step()` is one tick (the tests drive it with a
-    fake clock), `run()` ticks every renew period."""
+    fake clock), `run()` ticks every retry period."""
 
     def __init__(self, leases: Leases, settings: ShardSettings, clusters: Callable[[], Iterable[ClusterKey]],
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
@@ -146,6 +153,7 @@ class Sharder:
         self.members: list[str] = [settings.identity]
         self._held: dict[ClusterKey, Held] = {}
         self._member: LeaseRecord | None = None
+        self._member_written = 0.0
         self._epochs = 0
         self._ticks = 0
         self._task: asyncio.Task[None] | None = None
@@ -190,7 +198,7 @@ class Sharder:
                 raise
             except Exception:  # the API failed: try again next tick (owns() expires on its own)
                 log.warning("sharding: a lease round failed", exc_info=True)
-            await asyncio.sleep(max(0.0, self.settings.renew_period - (self.clock() - started)))
+            await asyncio.sleep(max(0.0, self.settings.retry_period - (self.clock() - started)))
 
     async def stop(self) -> None:
         """A clean shutdown: stop the work, release every Lease and the membership (others take
@@ -209,7 +217,8 @@ class Sharder:
     async def step(self) -> None:
         """One tick: renew the membership, read every Lease, then acquire, renew, hand over or drop."""
         self._ticks += 1
-        await self._heartbeat()
+        if self._member is None or self.clock() - self._member_written >= self.settings.renew_period:
+            await self._heartbeat()
         now = self.clock()
         records = [LeaseRecord.of(body) for body in await self.leases.list(self.settings.namespace)]
         self.observations.see(records, now)
@@ -221,6 +230,7 @@ class Sharder:
                 await self._lose(key, "its renewal is overdue")
         wanted = set(self.clusters())
         preferred = assign(wanted, self.members)
+        renewals = []
         for key in sorted(wanted | set(by_cluster), key=lambda k: (k[0] or "", k[1])):
             lease = by_cluster.get(key)
             if key not in wanted:  # the KafkaCluster is gone: a Lease of ours goes with it
@@ -230,17 +240,20 @@ class Sharder:
             if key in self._held and (lease is None or lease.holder != self.identity):
                 await self._lose(key, f"its Lease is held by {lease.holder if lease else 'nobody'}")
             action = decide(self.identity, key, lease, preferred.get(key), self.observations, now,
-                            holding=self.owns(key), may_acquire=self._ticks > 1)
+                            holding=key in self._held, may_acquire=self._ticks > 1)
             if action is Action.ACQUIRE:
                 await self._acquire(key, lease)
             elif action is Action.RENEW:
-                await self._renew(key)
+                if now - self._held[key].written_at >= self.settings.renew_period:
+                    renewals.append(key)
             elif action is Action.RELEASE:
                 await self._release(key)
+        await asyncio.gather(*(self._renew(key) for key in renewals))  # together: one slow write costs one
         self._forget_dead_members(members, now)
 
     async def _heartbeat(self) -> None:
         name = member_lease_name(self.identity)
+        started = self.clock()
         body = lease_body(name, self.identity, self.settings.lease_duration, self.wall(), kind=MEMBER,
                           previous=self._member, acquired=self._member is None)
         try:
@@ -252,6 +265,7 @@ class Sharder:
             self._member = LeaseRecord.of(current) if current else None
             return
         self._member = LeaseRecord.of(written)
+        self._member_written = started
 
     def _forget_dead_members(self, members: list[LeaseRecord], now: float) -> None:
         """Member Leases dead for ten lease periods are deleted (pods get new names on every rollout)."""
@@ -284,13 +298,20 @@ class Sharder:
             await self.on_gained(key)
 
     async def _renew(self, key: ClusterKey) -> None:
-        held = self._held[key]
+        held = self._held.get(key)
+        if held is None:
+            return
         started = self.clock()
         written = await self._write(key, held.record, acquired=False)
         if written is None:
-            await self._lose(key, "its Lease changed under it")
+            if self._held.get(key) is held:
+                await self._lose(key, "its Lease changed under it")
             return
+        late = self.clock() - held.written_at
         held.record, held.written_at = written, started
+        if late > self.settings.renew_deadline:
+            log.warning("sharding: the Lease of KafkaCluster %s/%s was renewed %.1f s after the previous renewal "
+                        "(deadline %.1f s)", *key, late, self.settings.renew_deadline)
 
     async def _lose(self, key: ClusterKey, why: str) -> None:
         self._held.pop(key, None)
