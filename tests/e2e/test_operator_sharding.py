@@ -112,6 +112,19 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             for name, replica in replicas.items():
                 if name != victim:
                     assert replica.process.poll() is None, replica.log(3000)
+
+            # a clean stop (SIGTERM) releases its Leases: the last replica takes over at its next
+            # tick, without waiting for them to expire
+            leaving, staying = [n for n in names if n != victim]
+            handed = sorted(c for c, o in final.items() if o == leaving)
+            replicas[leaving].process.send_signal(signal.SIGTERM)
+            replicas[leaving].process.wait(30)
+            stopped = time.monotonic()
+            wait_until(lambda: all(holders(kube).get(c) == staying for c in CLUSTERS), timeout=4 * LEASE + 30,
+                       what="the stopped replica's clusters released and taken")
+            print(f"handover of {len(handed)} cluster(s) after a clean stop: {time.monotonic() - stopped:.1f} s")
+            assert "Traceback" not in replicas[leaving].log(10**8), replicas[leaving].log(5000)
+            assert f"{leaving} handed KafkaCluster" in replicas[leaving].log(10**8) or not handed
         finally:
             for replica in replicas.values():
                 replica.stop()

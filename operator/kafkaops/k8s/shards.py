@@ -9,9 +9,11 @@ since the start of the last successful write, even if this loop is stuck.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -157,6 +159,9 @@ class Sharder:
         self._epochs = 0
         self._ticks = 0
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the thread's (start())
+        self._work_loop: asyncio.AbstractEventLoop | None = None  # the operator's, where hooks run
+        self._thread: threading.Thread | None = None
 
     @property
     def identity(self) -> str:
@@ -184,10 +189,32 @@ class Sharder:
 
     @property
     def started(self) -> bool:
-        return self._task is not None
+        return self._loop is not None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self.run(), name="kafkaops sharder")
+        """Run the loop in a thread of its own, with its own event loop: a replica whose event loop
+        lags under load (10,000 objects arriving) must still renew its Leases in time; it is slow,
+        not dead. The hooks run on the operator's loop (this one), in the context of the caller."""
+        self._work_loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.new_event_loop()
+        context = contextvars.copy_context()  # kopf's posting variables, for the hooks' Events
+
+        def main() -> None:
+            asyncio.set_event_loop(loop)
+            self._task = loop.create_task(self.run(), name="kafkaops sharder")
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=context.run, args=(main,), name="kafkaops-sharder", daemon=True)
+        self._thread.start()
+
+    async def _hook(self, hook: Hook | None, key: ClusterKey) -> None:
+        """Run a hook on the operator's loop and wait for it (the work stops before a release)."""
+        if hook is None:
+            return
+        if self._work_loop is None or self._work_loop is asyncio.get_running_loop():
+            await hook(key)
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(hook(key), self._work_loop))
 
     async def run(self) -> None:
         while True:
@@ -203,6 +230,16 @@ class Sharder:
     async def stop(self) -> None:
         """A clean shutdown: stop the work, release every Lease and the membership (others take
         over at their next tick instead of after a lease period)."""
+        loop = self._loop
+        if loop is None:
+            await self._shutdown()
+            return
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._shutdown(), loop))
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 5.0)
+
+    async def _shutdown(self) -> None:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -294,8 +331,7 @@ class Sharder:
         self._epochs += 1
         self._held[key] = Held(written, started, self._epochs)
         log.info("sharding: %s owns KafkaCluster %s/%s (lease %s)", self.identity, *key, written.name)
-        if self.on_gained is not None:
-            await self.on_gained(key)
+        await self._hook(self.on_gained, key)
 
     async def _renew(self, key: ClusterKey) -> None:
         held = self._held.get(key)
@@ -316,14 +352,12 @@ class Sharder:
     async def _lose(self, key: ClusterKey, why: str) -> None:
         self._held.pop(key, None)
         log.warning("sharding: %s stops work on KafkaCluster %s/%s: %s", self.identity, *key, why)
-        if self.on_lost is not None:
-            await self.on_lost(key)
+        await self._hook(self.on_lost, key)
 
     async def _release(self, key: ClusterKey, delete: bool = False) -> None:
         """Hand over: stop the work first, then clear the holder (or delete the Lease)."""
         held = self._held.pop(key)
-        if self.on_lost is not None:
-            await self.on_lost(key)
+        await self._hook(self.on_lost, key)
         try:
             if delete:
                 await self.leases.delete(self.settings.namespace, held.record.name, held.record.resource_version)
