@@ -254,8 +254,13 @@ class Sharder:
     async def step(self) -> None:
         """One tick: renew the membership, read every Lease, then acquire, renew, hand over or drop."""
         self._ticks += 1
-        if self._member is None or self.clock() - self._member_written >= self.settings.renew_period:
-            await self._heartbeat()
+        # renewals first, with the heartbeat, all at once: they need no fresh read (a 409 says the
+        # Lease changed), and a slow API must not spend the deadline on the reads before them
+        start = self.clock()
+        due = [key for key, held in list(self._held.items())
+               if self.owns(key) and start - held.written_at >= self.settings.renew_period]
+        beat = self._member is None or start - self._member_written >= self.settings.renew_period
+        await asyncio.gather(*([self._heartbeat()] if beat else []), *(self._renew(key) for key in due))
         now = self.clock()
         records = [LeaseRecord.of(body) for body in await self.leases.list(self.settings.namespace)]
         self.observations.see(records, now)
@@ -267,7 +272,6 @@ class Sharder:
                 await self._lose(key, "its renewal is overdue")
         wanted = set(self.clusters())
         preferred = assign(wanted, self.members)
-        renewals = []
         for key in sorted(wanted | set(by_cluster), key=lambda k: (k[0] or "", k[1])):
             lease = by_cluster.get(key)
             if key not in wanted:  # the KafkaCluster is gone: a Lease of ours goes with it
@@ -280,12 +284,8 @@ class Sharder:
                             holding=key in self._held, may_acquire=self._ticks > 1)
             if action is Action.ACQUIRE:
                 await self._acquire(key, lease)
-            elif action is Action.RENEW:
-                if now - self._held[key].written_at >= self.settings.renew_period:
-                    renewals.append(key)
             elif action is Action.RELEASE:
                 await self._release(key)
-        await asyncio.gather(*(self._renew(key) for key in renewals))  # together: one slow write costs one
         self._forget_dead_members(members, now)
 
     async def _heartbeat(self) -> None:
