@@ -13,6 +13,7 @@ the fault kinds and how to run one by hand.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import random
@@ -38,7 +39,11 @@ PLURALS = {"KafkaTopic": "kafkatopics", "KafkaAcl": "kafkaacls", "KafkaBrokerCon
 KAFKA_FAULTS = ("not_controller_storm", "controller_move", "throttled", "timed_out_after_apply",
                 "drop_connection", "broker_restart")
 API_FAULTS = ("api_409", "api_429", "api_500", "watch_cut", "watch_gone", "slow_api")
-WORKLOAD = ("create", "partitions", "config", "rf", "acl", "pause", "delete", "unmanage", "broker_config")
+WORKLOAD = ("create", "partitions", "config", "rf", "acl", "pause", "delete", "unmanage", "broker_config",
+            "rotate_password")
+WEIGHTS = (4, 2, 3, 1, 2, 1, 2, 1, 1, 1)
+USER, SECRET = "soak", "kafka-credentials"  # the SASL user the operator logs in as, and its Secret
+CAP, WINDOW = 4, 30.0  # main cluster: at most 4 topic deletions within 30 s (kafkaops run --deletion-window)
 PROCESS_FAULTS = ("operator_kill", "kill_during_reassignment", "kill_during_finalizers")
 
 
@@ -91,6 +96,9 @@ class Soak:
     acls: dict[str, dict[str, Any]] = field(default_factory=dict)
     paused: set[tuple[str, str]] = field(default_factory=set)
     counter: int = 0
+    passwords: list[str] = field(default_factory=list)  # every password the soak ever set
+    main_topics: set[str] = field(default_factory=set)  # topics of the main cluster (the deletion cap)
+    confirmed_at: float = float("inf")  # when the soak confirmed deletions over the cap (wall clock)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -99,7 +107,9 @@ class Soak:
     def start(self) -> None:
         self.api = start_emulator(ROOT / "crds", namespaces=[NS, SIDE_NS], control=True)
         extra = ("--mode", self.mode, "--tick-interval", "0.05", "--control-port", "0")
-        self.kafka = start_dev_cluster(*extra)
+        self.passwords.append(self._new_password())
+        # SASL on every listener; the password stays out of the command line (and of `ps`)
+        self.kafka = start_dev_cluster(*extra, env={"KAFKAOPS_DEV_SASL_USERS": f"{USER}:{self.passwords[-1]}"})
         self.kube = Http(self.api.url)
         self.kafka_control = Http(self.kafka.control_url)
         self.api_control = Http(self.api.control_url)
@@ -114,9 +124,13 @@ class Soak:
 
     def _operator(self, index: int) -> ChildProcess:
         log = self.api.directory / f"operator-{index}.log"
+        window = ("--deletion-window", str(WINDOW))
         if self.replicas > 1:
-            return start_operator(self.api.kubeconfig, log_path=log, peering="kafkaops", priority=100 - index)
-        return start_operator(self.api.kubeconfig, log_path=log)
+            return start_operator(self.api.kubeconfig, *window, log_path=log, peering="kafkaops", priority=100 - index)
+        return start_operator(self.api.kubeconfig, *window, log_path=log)
+
+    def _new_password(self) -> str:
+        return f"soak-pw-{self.rng.getrandbits(64):016x}"
 
     def stop(self, keep: bool = False) -> None:
         for operator in getattr(self, "operators", []):
@@ -129,9 +143,14 @@ class Soak:
     # -- the scenario ---------------------------------------------------------------------------
     def setup(self) -> None:
         for namespace, name in ((NS, "main"), (SIDE_NS, "side")):
+            self.step(f"create Secret {namespace}/{SECRET}")
+            self.kube.call("POST", f"/api/v1/namespaces/{namespace}/secrets", {
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": SECRET, "namespace": namespace},
+                "data": self._secret_data(self.passwords[-1])})
             self._create("KafkaCluster", namespace, name, {
                 "bootstrapServers": self.kafka.url.split(","), "resyncInterval": "10s",
-                "topicDeletion": {"policy": "Delete", "maxDeletionsPerReconcile": 1000}})
+                "sasl": {"mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": SECRET}},
+                "topicDeletion": {"policy": "Delete", "maxDeletionsPerReconcile": CAP if namespace == NS else 1000}})
         self._create("KafkaBrokerConfig", NS, "defaults", {"clusterRef": {"name": "main"},
                                                              "config": {"log.cleaner.threads": 1}})
         self.expect.broker_keys_ever.add("log.cleaner.threads")
@@ -171,9 +190,12 @@ class Soak:
     # -- workload -------------------------------------------------------------------------------
     def workload(self) -> None:
         live = sorted(self.topics)
-        choice = self.rng.choices(WORKLOAD, weights=[4, 2, 3, 1, 2, 1, 2, 1, 1])[0]
+        choice = self.rng.choices(WORKLOAD, weights=WEIGHTS)[0]
         if choice in self.without:
             choice = "create"
+        if choice == "rotate_password":
+            self.rotate_password()
+            return
         if choice == "create" or not live:
             self.create_topic(self.rng.choice([NS, NS, NS, SIDE_NS]) if SIDE_NS not in self.expect.deleted_namespaces
                               else NS)
@@ -219,6 +241,29 @@ class Soak:
             self._patch("KafkaBrokerConfig", NS, "defaults", {"spec": {"config": {"log.cleaner.threads": threads}}},
                         f"log.cleaner.threads={threads}")
 
+    def rotate_password(self) -> None:
+        """A new password for the operator's user: the broker and the Secrets change in a random
+        order, a moment apart (new logins with the old password fail once the broker changed)."""
+        password = self._new_password()
+        self.passwords.append(password)
+        broker_first = self.rng.random() < 0.5
+        self.step(f"rotate the password of {USER} ({'broker' if broker_first else 'Secrets'} first)")
+        if broker_first:
+            self.kafka_control.call("PUT", f"/users/{USER}", {"password": password})
+        time.sleep(self.rng.uniform(0.0, 2.0))
+        for namespace in (NS, SIDE_NS):  # also in a namespace being deleted: its Secret stays while in use
+            self.kube.call("PATCH", f"/api/v1/namespaces/{namespace}/secrets/{SECRET}",
+                           {"data": self._secret_data(password)}, content_type="application/merge-patch+json",
+                           ok_missing=True)
+        if not broker_first:
+            time.sleep(self.rng.uniform(0.0, 2.0))
+            self.kafka_control.call("PUT", f"/users/{USER}", {"password": password})
+
+    @staticmethod
+    def _secret_data(password: str) -> dict[str, str]:
+        return {"username": base64.b64encode(USER.encode()).decode(),
+                "password": base64.b64encode(password.encode()).decode()}
+
     def create_topic(self, ns: str) -> None:
         self.counter += 1
         name = f"t{self.seed % 1000}-{self.counter:04d}"
@@ -227,6 +272,8 @@ class Soak:
                 "replicationFactor": self.rng.randrange(1, 4), "deletionPolicy": policy,
                 "config": {"retention.ms": str(self.rng.randrange(60_000, 10**8))}}
         self.topics[(ns, name)] = spec
+        if ns == NS:
+            self.main_topics.add(name)
         self.expect.ever_configured.setdefault(name, set()).add("retention.ms")
         self._create("KafkaTopic", ns, name, spec)
 
@@ -377,11 +424,16 @@ class Soak:
         for ns, name in sorted(self.paused):
             self._patch("KafkaTopic", ns, name, {"metadata": {"annotations": {"kafkaops.io/paused": None}}}, "unpause")
         self.paused.clear()
+        # deletions held by the cap (a person's confirmation lets them through; checked up to now)
+        self.confirmed_at = time.time()
+        self._patch("KafkaCluster", NS, "main", {"metadata": {"annotations": {"kafkaops.io/confirm-deletions": "true"}}},
+                    "confirm deletions over the cap")
         started = time.monotonic()
         while True:
             found = self.check()
             if not found or time.monotonic() - started > self.quiet_timeout:
                 self.quiet_seconds = time.monotonic() - started
+                found += inv.check_secrets(self.exposed_texts(), self.passwords)  # once: the logs are long
                 if self.duration >= 600:  # long runs: RSS and fds of the last operator process stay flat
                     found += inv.check_growth(self.last_process_samples(), warmup_s=120)
                 return found
@@ -401,7 +453,19 @@ class Soak:
                 found.append(inv.Divergence("no-wedged-deletion", f"Namespace {ns}", "still present"))
         if kafka["errors"]:
             found.append(inv.Divergence("double-healthy", "fake cluster", f"errors: {kafka['errors'][:3]}"))
+        # the cap, checked on half the operator's window (admission to deletion varies under faults)
+        found += inv.check_deletion_cap([tuple(d) for d in kafka["deletion_times"]], self.main_topics, CAP,
+                                        WINDOW / 2, self.confirmed_at)
         return found
+
+    def exposed_texts(self) -> dict[str, str]:
+        """What a person or a log shipper sees: every operator log, every Event, every status."""
+        objects = {kind: self.kube.call("GET", f"/apis/kafkaops.io/v1alpha1/{plural}")["items"]
+                   for kind, plural in PLURALS.items()}
+        texts = {path.name: path.read_text(errors="replace") for path in sorted(self.api.directory.glob("operator-*.log"))}
+        texts["events"] = json.dumps(self.kube.call("GET", "/api/v1/events")["items"])
+        texts["statuses"] = json.dumps([o.get("status") for kind in objects for o in objects[kind]])
+        return texts
 
     def report(self, found: list[inv.Divergence]) -> str:
         kafka_faults = self.kafka_control.call("GET", "/faults")["fired"]

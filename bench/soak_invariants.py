@@ -179,6 +179,22 @@ def check_secrets(texts: Mapping[str, str], secrets: Iterable[str]) -> list[Dive
             for where, text in texts.items() for secret in secrets if secret and secret in text]
 
 
+def check_deletion_cap(deletions: Iterable[tuple[float, str]], topics: set[str], cap: int, window: float,
+                       until: float) -> list[Divergence]:
+    """At most `cap` deletions of `topics` (one KafkaCluster's) in Kafka within any `window`
+    seconds before `until` (the moment a person confirmed more). `window` should be shorter than
+    the operator's own (the time from admission to the deletion in Kafka varies under faults)."""
+    times = sorted(at for at, name in deletions if name in topics and at < until)
+    found = []
+    for index, at in enumerate(times):
+        within = [t for t in times[index:] if t - at < window]
+        if len(within) > cap:
+            found.append(Divergence("deletion-cap", "KafkaCluster", f"{len(within)} topic deletions within {window:g}s "
+                                                                  f"(cap {cap}) from t={at:.1f}"))
+            break
+    return found
+
+
 def check_growth(samples: list[tuple[float, int, int]], warmup_s: float, limit: float = 0.10) -> list[Divergence]:
     """RSS and open fds of the last operator process: at most `limit` growth after warm-up
     (samples: (seconds since that process started, RSS bytes, fds))."""

@@ -31,13 +31,11 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kafkaops.resources.kinds import KAFKA_CLUSTER
+from kafkaops.resources.kinds import API_GROUP, API_VERSION, KAFKA_CLUSTER, PLURALS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "clusters" / "dev"
-PLURALS = {"KafkaCluster": "kafkaclusters", "KafkaTopic": "kafkatopics", "KafkaAcl": "kafkaacls",
-           "KafkaBrokerConfig": "kafkabrokerconfigs"}
-GROUP, VERSION = "kafkaops.io", "v1alpha1"
+GROUP, VERSION = API_GROUP, API_VERSION
 
 
 def example_documents(bootstrap: str) -> list[dict[str, Any]]:

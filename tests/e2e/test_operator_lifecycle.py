@@ -8,14 +8,17 @@ records them at scale in docs/benchmarks.md."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from kafkaops.kafka import AdminClient
 from kafkaops.testing.servers import ServerProcess, start_noida
-from kafkaops.testing.stack import ChildProcess, start_emulator, start_operator
+from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_emulator, start_operator
 
 from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, peers_settled, ready, wait_until
 from lifecycle_helpers import ApiState, all_ready, cluster, create_all, topic
@@ -154,6 +157,46 @@ def test_a_leader_handover_between_two_replicas_is_invisible(stack) -> None:
         assert errors_in(standby.log(10**8)) == []
     finally:
         for process in (leader, standby):
+            if process is not None:
+                process.stop()
+
+
+def test_a_namespace_deleted_with_its_credentials_secret_still_deletes_its_topics() -> None:
+    """Soak finding: the namespace holds the KafkaCluster, its SASL Secret and Delete-policy topics,
+    and is deleted while no operator runs. The Secret carries kafkaops.io/credentials-in-use, so the
+    next operator can still read it, log in, delete the topics in Kafka and let the cluster go; then
+    the finalizer comes off the Secret and the namespace is gone."""
+    if REAL_KUBECONFIG:
+        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: this test deletes a namespace of its own emulator")
+    password = "e2e-Secret-Pa55-" + os.urandom(4).hex()
+    kafka = start_dev_cluster("--control-port", "0", env={"KAFKAOPS_DEV_SASL_USERS": f"ops:{password}"})
+    first: ChildProcess | None = None
+    second: ChildProcess | None = None
+    try:
+        with start_emulator(ROOT / "crds", namespaces=["kafka", "side"]) as api:
+            kube, side = Kube(api.kubeconfig, "kafka"), Kube(api.kubeconfig, "side")
+            side.core.create_namespaced_secret("side", {
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
+                "stringData": {"username": "ops", "password": password}})
+            first = start_operator(api.kubeconfig)
+            side.create("kafkaclusters", {**cluster("side", kafka.url), "spec": {
+                "bootstrapServers": kafka.url.split(","), "topicDeletion": {"policy": "Delete"},
+                "sasl": {"mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}}})
+            create_all(side, "kafkatopics", [topic(f"sasl-{i}", cluster_name="side") for i in range(3)])
+            wait_until(lambda: all_ready(side, "kafkatopics", 3), timeout=90, what="3 topics Ready")
+            secret = side.core.read_namespaced_secret("creds", "side")
+            assert "kafkaops.io/credentials-in-use" in (secret.metadata.finalizers or []), secret.metadata
+            first.kill()
+            kube.core.delete_namespace("side")
+            second = start_operator(api.kubeconfig)
+            wait_until(lambda: "side" not in {n.metadata.name for n in kube.core.list_namespace().items}, timeout=90,
+                       what="the namespace gone")
+            state = json.loads(urllib.request.urlopen(kafka.control_url + "/state", timeout=10).read())
+            assert not [t for t in state["topics"] if t.startswith("sasl-")], "Delete-policy topics deleted in Kafka"
+            logs = first.log() + second.log()
+            assert password not in logs
+    finally:
+        for process in (first, second, kafka):
             if process is not None:
                 process.stop()
 

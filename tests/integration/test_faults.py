@@ -132,3 +132,24 @@ async def test_unsupported_api_is_a_typed_error():
         with pytest.raises(UnsupportedFeature) as info:
             await admin.list_partition_reassignments()
         assert info.value.api == "ListPartitionReassignments" and info.value.broker_range is None
+
+
+async def test_not_controller_on_a_reassignment_or_an_election_is_retried_not_lost():
+    """Soak: Kafka answers AlterPartitionReassignments and ElectLeaders with NOT_CONTROLLER at the
+    top level and lists no partition; the client read that as "no result" (UNKNOWN_SERVER_ERROR, not
+    retried) for a reassignment, and as "nothing to elect" for an election of every partition."""
+    from kafkaops.kafka import TopicPartition
+
+    async with FakeClusterDouble(brokers=3, mode="zk", tick_interval=None) as cluster, fast(cluster.bootstrap) as admin:
+        await admin.create_topics([NewTopic("moving", 1, 1)])
+        current = (await admin.metadata(["moving"])).topics["moving"].partitions[0].replicas
+        target = tuple(b for b in cluster.brokers if b not in current)[:1] + tuple(current)
+        cluster.inject(FaultDouble.not_controller(count=1, api_keys=[45], move_controller=True))
+        results = await admin.alter_partition_reassignments({TopicPartition("moving", 0): target})
+        assert results.all_ok, results.failed()
+        assert TopicPartition("moving", 0) in await admin.list_partition_reassignments()
+        cluster.inject(FaultDouble.not_controller(count=1, api_keys=[43], move_controller=True))
+        elected = await admin.elect_leaders()
+        assert sum(1 for r in cluster.requests if r.api_key == 43) == 2, "the refused election was sent again"
+        # the partition's own answer (its new preferred replica is still catching up), not the refusal
+        assert {r.error.name for r in elected.values() if r.error}.isdisjoint({"NOT_CONTROLLER", "UNKNOWN_SERVER_ERROR"})

@@ -31,6 +31,7 @@ class Recorder:
         self.catalog = catalog
         self.writes: list[tuple[str, str, dict]] = []
         self.events: list[tuple[str, str, str]] = []
+        self.annotated: list[tuple[str, str, dict]] = []
 
     async def write(self, plural: str, namespace: str, name: str, status) -> None:
         self.writes.append((plural, name, dict(status)))
@@ -42,11 +43,14 @@ class Recorder:
     def post(self, body, note) -> None:
         self.events.append((body["metadata"]["name"], note.type, note.reason))
 
+    async def annotate(self, plural: str, namespace: str, name: str, annotations) -> None:
+        self.annotated.append((plural, name, dict(annotations)))
+
 
 def operator(catalog: CatalogDouble, recorder: Recorder) -> Reconciler:
     """A freshly started operator process over the same API (catalog)."""
     return Reconciler(Clusters(SecretReaderDouble(), SETTINGS), catalog, Metrics(), status_writer=recorder.write,
-                      event_poster=recorder.post)
+                      event_poster=recorder.post, annotator=recorder.annotate)
 
 
 async def wait_for(predicate, timeout: float = 10.0, what: str = "") -> None:
@@ -288,5 +292,53 @@ async def test_an_edit_kopf_lost_is_reconciled_by_the_resync(fake) -> None:
         assert written and written[-1][2]["observedGeneration"] == 2
         async with AdminClient.connect(fake.bootstrap) as admin:
             assert len((await admin.describe_topics(["lost-edit"]))["lost-edit"].value.partitions) == 3
+    finally:
+        await reconciler.close()
+
+
+async def test_a_retry_kopf_dropped_is_reconciled_by_the_resync(fake) -> None:
+    """Soak: kopf's patch after a handler that asked for a retry was refused (409); the retry was
+    dropped with it, so the resource stayed Reconciling at its generation with no event to come."""
+    catalog = CatalogDouble()
+    recorder = Recorder(catalog)
+    reconciler = operator(catalog, recorder)
+    try:
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        topic = catalog.add(topic_body("dropped-retry"))
+        topic["metadata"]["resourceVersion"] = "7"
+        topic["status"] = {"observedGeneration": 1, "conditions": [
+            {"type": "Ready", "status": "False", "reason": "Retrying", "message": "throttled; retrying"},
+            {"type": "Reconciling", "status": "True", "reason": "Retrying", "message": "throttled; retrying"}]}
+        context = reconciler.clusters.contexts()[0]
+        await reconciler.resync_cluster(context)
+        assert not [w for w in recorder.writes if w[1] == "dropped-retry"], "one resync: kopf may retry it"
+        await reconciler.resync_cluster(context)
+        written = [w for w in recorder.writes if w[1] == "dropped-retry"]
+        assert written and condition(written[-1][2], "Ready")["status"] == "True"
+        assert "dropped-retry" in fake.state.topics
+    finally:
+        await reconciler.close()
+
+
+async def test_a_deletion_kopf_dropped_is_nudged_by_the_resync(fake) -> None:
+    """Soak: kopf's patch removing the finalizer failed (409) and no event came again; the resync
+    nudges the object (an annotation) so kopf runs the deletion again. A resource that changed
+    between the two resyncs (someone is working on it) is left alone."""
+    catalog = CatalogDouble()
+    recorder = Recorder(catalog)
+    reconciler = operator(catalog, recorder)
+    try:
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        stuck, busy = (catalog.add(topic_body(name)) for name in ("stuck-deletion", "busy-deletion"))
+        for item in (stuck, busy):
+            item["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=["kafkaops.io/finalizer"],
+                                    resourceVersion="10")
+        context = reconciler.clusters.contexts()[0]
+        await reconciler.resync_cluster(context)
+        assert recorder.annotated == []
+        busy["metadata"]["resourceVersion"] = "11"
+        await reconciler.resync_cluster(context)
+        assert [(plural, name) for plural, name, _ in recorder.annotated] == [("kafkatopics", "stuck-deletion")]
+        assert "kafkaops.io/nudge" in recorder.annotated[0][2]
     finally:
         await reconciler.close()

@@ -11,10 +11,11 @@ import pytest
 
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
-from kafkaops.k8s.kinds import claim_of
+from kafkaops.k8s.kinds import ClaimKey, claim_key, claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
 from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
+from kafkaops.kafka.apis import Api
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 from k8s_helpers import CatalogDouble, SecretReaderDouble, body, cluster_body, condition, connect, topic_body
@@ -78,7 +79,8 @@ async def test_second_claimant_of_a_topic_is_stalled_and_the_first_keeps_working
     claims = [claim_of(first), claim_of(second)]
     assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"
     lost = await reconciler.reconcile(second, claims)
-    assert condition(lost, "Stalled")["reason"] == "ResourceConflict" and "team/shared" in condition(lost, "Stalled")["message"]
+    assert condition(lost, "Stalled")["reason"] == "ResourceConflict"
+    assert condition(lost, "Stalled")["message"] == "topic shared is already managed by KafkaTopic team/shared"
     assert condition(await reconciler.reconcile(first, claims), "Ready")["status"] == "True"  # no flapping
     removed = await reconciler.remove(second, claims)
     assert removed.release  # the loser never managed the topic: deleting it touches nothing
@@ -385,7 +387,7 @@ async def test_an_operator_restarted_mid_reassignment_resumes_it_and_cleans_the_
             if await admin.list_partition_reassignments():
                 break
             await asyncio.sleep(0.02)
-        context.runs["resume"].run.task.cancel()  # the operator dies: Kafka keeps moving, the throttle stays
+        context.reassignments.active("resume").run.task.cancel()  # the operator dies: Kafka keeps moving, the throttle stays
         await asyncio.sleep(0.05)
         assert await admin.list_partition_reassignments()  # still moving without us
 
@@ -423,5 +425,37 @@ async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(re
         assert "left alone (outside-0)" in message and condition(seen[-1], "Stalled")["status"] == "False"
         moving = await admin.list_partition_reassignments()
         assert moving[TopicPartition("outside", 0)].adding == (elsewhere,)  # its target, not ours
-        reconciler.clusters.contexts()[0].runs["outside"].run.revert()  # stop ours; theirs goes on
-        await reconciler.clusters.contexts()[0].runs["outside"].run.wait()
+        assert reconciler.clusters.contexts()[0].reassignments.revert("outside")  # stop ours; theirs goes on
+        await reconciler.clusters.contexts()[0].reassignments.active("outside").run.wait()
+
+
+@pytest.mark.parametrize("create_topics_version", [7, 6])
+async def test_topic_status_has_the_topic_id_from_any_create_topics_version(create_topics_version) -> None:
+    """v7+ CreateTopics answers carry the topic id (the status takes it from the answer); before v7
+    the status reads it through Metadata. Either way it is the id Kafka holds."""
+    async with FakeClusterDouble(brokers=3, max_versions={Api.CREATE_TOPICS: create_topics_version}) as cluster:
+        clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
+                                                                   retry_delay=1.0, metrics_port=None))
+        reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+        try:
+            await connect(reconciler, cluster_body(cluster.bootstrap))
+            result = await reconciler.reconcile(topic_body("orders", 3, 2))
+            async with AdminClient.connect(cluster.bootstrap) as admin:
+                info = (await admin.metadata(["orders"])).topics["orders"]
+        finally:
+            await clusters.close_all()
+    assert condition(result, "Ready")["status"] == "True", result.status
+    assert result.status["topicId"] == str(info.topic_id)
+    assert (result.status["partitions"], result.status["replicationFactor"]) == (3, 2)
+
+
+def test_claim_key_names_its_fields() -> None:
+    topic = body("KafkaTopic", "orders-v1", {"clusterRef": {"name": "main"}, "topicName": "orders", "partitions": 1})
+    key = claim_key(topic)
+    assert key == ClaimKey("topic", "team", "main", "orders") and str(key) == "topic orders"
+    assert (key.what, key.cluster_namespace, key.cluster_name, key.name) == ("topic", "team", "main", "orders")
+    broker = claim_key(body("KafkaBrokerConfig", "defaults", {"clusterRef": {"name": "main", "namespace": "kafka"},
+                                                               "config": {}}))
+    assert broker == ClaimKey("broker", "kafka", "main", "default")
+    assert claim_key(body("KafkaTopic", "orphan", {"partitions": 1})) is None  # no clusterRef: claims nothing
+    assert {key: 1}[("topic", "team", "main", "orders")] == 1, "still a tuple: kopf's indexes key by it"

@@ -8,7 +8,7 @@ import yaml
 
 from kafkaops.kafka import ConfigSource
 from kafkaops.reconcile import DesiredState, ObservedConfig, ObservedState, ObservedTopic
-from kafkaops.reconcile.observed import ObservedBroker
+from kafkaops.kafka import BrokerInfo
 from kafkaops.resources import load_text, validate_load
 
 API = "kafkaops.io/v1alpha1"
@@ -72,7 +72,7 @@ def observed(*topics: ObservedTopic, brokers: int = 3, all_topics: bool = True, 
     return ObservedState(
         cluster_id="c1",
         controller_id=1,
-        brokers={i: ObservedBroker(i, "127.0.0.1", 9000 + i) for i in range(1, brokers + 1)},
+        brokers={i: BrokerInfo(i, "127.0.0.1", 9000 + i) for i in range(1, brokers + 1)},
         topics={t.name: t for t in topics},
         all_topic_names=frozenset(t.name for t in topics) if all_topics else None,
         **fields,

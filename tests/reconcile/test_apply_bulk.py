@@ -7,6 +7,7 @@ import asyncio
 
 from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.reconcile import Engine, RunOptions
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.reconcile.actions import AlterConfigs, CreatePartitions, CreateTopic
 from kafkaops.reconcile.apply import INTERRUPTED, apply_plans, apply_resource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
@@ -20,7 +21,7 @@ async def scenario(bulk: bool, stop: asyncio.Event | None = None):
     """Plan 20 new topics, one config change, one to be deleted behind our back, one created behind
     our back, and one partition increase + config change; then apply by either path."""
     async with FakeClusterDouble(brokers=3, tick_interval=None) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:
             await admin.create_topics([NewTopic("alter", 1, 1, {}), NewTopic("gone", 1, 1, {}),
                                        NewTopic("grow", 1, 1, {})])
             want = desired(*(topic(f"new-{i}", 2, 1) for i in range(20)),
@@ -29,7 +30,8 @@ async def scenario(bulk: bool, stop: asyncio.Event | None = None):
                            topic("late", 1, 1),
                            topic("grow", 2, 1, {"retention.ms": 3600000}))
             batcher = Batcher(admin, linger=0.0)
-            planned = await Engine(batcher, cluster="dev").plan(want, RunOptions(all_topics=False))
+            engine = Engine(batcher, cluster="dev", settings=EngineSettings(wait_poll_min=0.01))
+            planned = await engine.plan(want, RunOptions(all_topics=False))
             await admin.delete_topics(["gone"])
             await admin.create_topics([NewTopic("late", 1, 1, {})])
             before = dict(admin.requests_by_api)

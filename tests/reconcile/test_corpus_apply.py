@@ -10,6 +10,7 @@ import yaml
 
 from kafkaops.kafka import AclBindingFilter, AdminClient, Batcher, ConfigResource, ConfigSource
 from kafkaops.reconcile import DesiredState, Engine, State
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources import load_and_validate
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
@@ -51,9 +52,9 @@ async def test_invalid_manifests_change_nothing_and_valid_neighbours_apply() -> 
     valid_topics, valid_principals, valid_broker_keys = declared_names(VALID)
 
     async with FakeClusterDouble(brokers=3, first_broker_id=0, racks=["a", "b", "c"], acls_enabled=True) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.02, wait_poll_min=0.01) as admin:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.02) as admin:
             want = DesiredState.of(validated.valid, validated.clusters()[0])
-            report = await Engine(Batcher(admin), cluster="corpus").reconcile(want)
+            report = await Engine(Batcher(admin), cluster="corpus", settings=EngineSettings(wait_poll_min=0.01)).reconcile(want)
             states = {(o.kind, o.name): (o.state, o.problem) for o in report.outcomes}
             assert all(state in (State.APPLIED, State.UNCHANGED) for state, _ in states.values()), "\n".join(f"{k} {v}" for k, v in states.items())
             assert len(report.outcomes) == len(validated.valid) - len(validated.clusters())  # all but KafkaClusters

@@ -20,6 +20,7 @@ from kafkaops.kafka import (
 )
 from kafkaops.reconcile.actions import CreateTopic
 from kafkaops.reconcile.reassign import ReassignmentSettings
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.reconcile import Action, DesiredState, Engine, FileOwnershipStore, RunOptions, State
 from kafkaops.testing.fake_cluster import FakeClusterDouble, FaultDouble
 
@@ -28,15 +29,17 @@ from engine_helpers import broker_config, desired, kafka_acl, kafka_cluster, top
 MUTATING = {"CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "CreateAcls", "DeleteAcls",
             "AlterPartitionReassignments"}
 
+FAST_WAIT = EngineSettings(wait_poll_min=0.01)  # completion polling from 10 ms
+
 
 @pytest.fixture
 async def admin(server):
-    async with AdminClient.connect(server[0], linger=0.01, wait_poll_min=0.01) as client:
+    async with AdminClient.connect(server[0], linger=0.01) as client:
         yield client
 
 
 def engine(admin: AdminClient, state=None) -> Engine:
-    return Engine(Batcher(admin), ownership=state, cluster="test")
+    return Engine(Batcher(admin), ownership=state, cluster="test", settings=FAST_WAIT)
 
 
 def by_name(report) -> dict:
@@ -129,7 +132,7 @@ async def test_acls_on_a_cluster_without_authorizer_fail_alone(admin, unique) ->
 @pytest.fixture
 async def fake():
     async with FakeClusterDouble(brokers=3, racks=["a", "b", "c"], acls_enabled=True) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as client:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01) as client:
             yield cluster, client
 
 
@@ -188,7 +191,7 @@ async def test_replication_factor_change_runs_as_a_throttled_reassignment_with_p
         cluster.set_partition_size("moving", 64 * 1024 * 1024, partition=p)
     seen = []
     state = FileOwnershipStore(tmp_path / "s.json")
-    eng = Engine(Batcher(admin, linger=0.01), ownership=state, cluster="test", on_reassignment=seen.append,
+    eng = Engine(Batcher(admin, linger=0.01), ownership=state, cluster="test", on_reassignment=seen.append, settings=FAST_WAIT,
                  reassignment=ReassignmentSettings(max_partitions_moving=2, poll_interval=0.02))
     want = desired(kafka_cluster(), topic("moving", 4, 3, {"retention.ms": 7200000}))
     want = replace(want, cluster=replace(want.cluster, spec=replace(want.cluster.spec, replication_throttle=10_000_000)))
@@ -209,9 +212,25 @@ async def test_replication_factor_change_runs_as_a_throttled_reassignment_with_p
     assert by_name(again)["moving"].state is State.UNCHANGED
 
 
+async def test_partitions_and_replication_factor_changed_together_reach_both(fake) -> None:
+    """Soak: partitions up and a new replication factor in one edit made CreatePartitions send the
+    new partitions at the new factor, which Kafka refuses (INVALID_REPLICA_ASSIGNMENT) while the
+    existing partitions still have the old one; the resource stayed Stalled."""
+    cluster, admin = fake
+    await admin.create_topics([NewTopic("both", 2, 1)])
+    eng = Engine(Batcher(admin, linger=0.01), cluster="test", settings=FAST_WAIT,
+                 reassignment=ReassignmentSettings(poll_interval=0.02))
+    report = await eng.reconcile(desired(kafka_cluster(), topic("both", 4, 2)))
+    outcome = by_name(report)["both"]
+    assert outcome.state is State.APPLIED and outcome.problem is None, outcome
+    info = (await admin.describe_topics(["both"]))["both"].value
+    assert len(info.partitions) == 4 and all(len(set(p.replicas)) == 2 for p in info.partitions), info.partitions
+    assert by_name(await eng.reconcile(desired(kafka_cluster(), topic("both", 4, 2))))["both"].state is State.UNCHANGED
+
+
 async def test_replica_change_without_reassignment_apis_is_unsupported_and_the_rest_applies() -> None:
     async with FakeClusterDouble(brokers=3, disabled_apis={45, 46}) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:
             await admin.create_topics([NewTopic("old-cluster", 1, 1)])
             report = await engine(admin).reconcile(desired(topic("old-cluster", 1, 2, {"retention.ms": 7200000})))
             outcome = by_name(report)["old-cluster"]
@@ -249,7 +268,7 @@ def test_desired_state_of_splits_kinds() -> None:
 async def test_concurrent_per_resource_reconciles_share_their_reads_and_writes(fake) -> None:
     """The operator's shape: one engine per cluster, one reconcile per resource, all at once."""
     _, admin = fake
-    shared = Engine(Batcher(admin, linger=0.05), cluster="test")
+    shared = Engine(Batcher(admin, linger=0.05), cluster="test", settings=FAST_WAIT)
     topics = [desired(topic(f"one-{i}", 1, 1, {"retention.ms": 3600000})) for i in range(50)]
     acls = [desired(kafka_acl(f"svc{i}", f"User:svc{i}", [{"resource": {"type": "Topic", "name": f"one-{i}"},
                                                             "operations": ["Read"]}])) for i in range(50)]
@@ -277,10 +296,10 @@ async def test_an_unchanged_topic_adopts_its_declared_keys(admin, unique, tmp_pa
 async def test_replica_changes_through_apply_on_six_brokers_with_racks(change) -> None:
     racks = ["a", "a", "b", "b", "c", "c"]
     async with FakeClusterDouble(brokers=6, racks=racks, tick_interval=0.01) as cluster:
-        async with AdminClient.connect(cluster.bootstrap, linger=0.01, wait_poll_min=0.01) as admin:
+        async with AdminClient.connect(cluster.bootstrap, linger=0.01) as admin:
             await admin.create_topics([NewTopic("six", 6, 3)])
             seen = []
-            eng = Engine(Batcher(admin), cluster="six", on_reassignment=seen.append,
+            eng = Engine(Batcher(admin), cluster="six", on_reassignment=seen.append, settings=FAST_WAIT,
                          reassignment=ReassignmentSettings(max_partitions_moving=2, poll_interval=0.02))
             if change == "rf-3-to-2":
                 want = desired(topic("six", 6, 2))

@@ -28,6 +28,7 @@ from kafkaops.kafka import (
     NewTopic,
 )
 from kafkaops.reconcile import DesiredState, Engine, RunOptions
+from kafkaops.reconcile.acls import split_acls
 from kafkaops.reconcile.export import (
     ACLS,
     TOPICS,
@@ -38,11 +39,11 @@ from kafkaops.reconcile.export import (
     is_k8s_name,
     principal_resource_names,
     sanitise,
-    split_acls,
     to_yaml,
     topic_resource_names,
 )
-from kafkaops.reconcile.observed import ObservedBroker, ObservedConfig, ObservedState, ObservedTopic
+from kafkaops.kafka import BrokerInfo
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
 from kafkaops.reconcile.plan import plan
 from kafkaops.resources import KafkaAcl, KafkaCluster, KafkaTopic, ValidatedSet, load_and_validate, load_text
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
@@ -82,7 +83,7 @@ def state(topics: list[ObservedTopic] = (), acls: list[AclBinding] | None = (),
     return ObservedState(
         cluster_id="test-cluster-id",
         controller_id=1,
-        brokers={i: ObservedBroker(i, "127.0.0.1", 9091 + i) for i in range(1, brokers + 1)},
+        brokers={i: BrokerInfo(i, "127.0.0.1", 9091 + i) for i in range(1, brokers + 1)},
         topics={t.name: t for t in topics},
         all_topic_names=frozenset(t.name for t in topics),
         acls=by_principal,
@@ -427,7 +428,7 @@ async def test_export_then_plan_on_noida(noida, unique):
             NewTopic(f"{unique}_Mixed.Case", 2, 1, {"max.message.bytes": "2000000"}),
         ])
         assert created.all_ok, created.failed()
-        read = await export_cli.read_cluster(client_settings(noida.bootstrap, None), re.compile(f"^{unique}"))
+        read = await export_cli.read_for_export(client_settings(noida.bootstrap, None), re.compile(f"^{unique}"))
         result = export_documents(read.observed, cluster_name="noida", bootstrap_servers=[noida.bootstrap],
                                   topics=re.compile(f"^{unique}"), unmapped_acls=read.unmapped_acls)
         topics = {d["spec"].get("topicName", d["metadata"]["name"]): d["spec"] for d in result.of_kind("KafkaTopic")}
@@ -470,7 +471,7 @@ async def test_export_then_plan_on_the_fake_cluster_with_acls_and_broker_configs
             })
             assert altered.all_ok, altered.failed()
 
-            read = await export_cli.read_cluster(client_settings(double.bootstrap, None))
+            read = await export_cli.read_for_export(client_settings(double.bootstrap, None))
             result = export_documents(read.observed, cluster_name="fake",
                                       bootstrap_servers=double.bootstrap.split(","), unmapped_acls=read.unmapped_acls)
             topics = {d["spec"].get("topicName", d["metadata"]["name"]): d["spec"] for d in result.of_kind("KafkaTopic")}

@@ -146,11 +146,15 @@ def test_a_topic_in_the_middle_of_a_move_is_planned_from_its_original_replicas()
     assert only(plan(desired(topic("orders", 1, 1)), state)).action is Action.NONE
 
 
-def test_partition_increase_with_a_new_replication_factor_places_new_partitions_at_the_new_factor() -> None:
+def test_partition_increase_with_a_new_replication_factor_grows_at_the_old_factor_then_moves_all() -> None:
+    """Kafka refuses new partitions whose replica count differs from the existing partitions'
+    (INVALID_REPLICA_ASSIGNMENT, found by the soak): they are created at today's factor and the
+    replica change takes all four to the new one."""
     r = only(plan(desired(topic("orders", 4, 2)), observed(observed_topic("orders", 2, 1))))
     grow, change = r.steps
-    assert isinstance(grow, CreatePartitions) and all(len(replicas) == 2 for replicas in grow.request.assignments)
-    assert isinstance(change, ChangeReplicas) and len(change.target) == 2 and all(len(t) == 2 for t in change.target)
+    assert isinstance(grow, CreatePartitions) and all(len(replicas) == 1 for replicas in grow.request.assignments)
+    assert isinstance(change, ChangeReplicas) and len(change.target) == 4 and all(len(t) == 2 for t in change.target)
+    assert [t[0] for t in change.target[2:]] == [a[0] for a in grow.request.assignments], "leaders stay put"
 
 
 def test_assignment_change_is_planned_as_a_replica_change() -> None:

@@ -67,3 +67,17 @@ def test_acl_counts_and_deleted_principals() -> None:
     state["acls"] = [{"principal": "User:x"}, {"principal": "User:old"}]
     found = inv.check_acls([acl], state, inv.Expectation(deleted_principals={"User:old"}))
     assert names(found) == ["delete-removes-acls", "kafka-matches-spec"]
+
+
+def test_deletions_over_the_cap_within_a_window_are_named() -> None:
+    mine = {"a", "b", "c", "d"}
+    spread = [(0.0, "a"), (5.0, "b"), (11.0, "c"), (17.0, "d"), (1.0, "other-cluster")]
+    assert inv.check_deletion_cap(spread, mine, cap=2, window=10, until=100) == []
+    burst = [(0.0, "a"), (2.0, "b"), (4.0, "c")]
+    assert names(inv.check_deletion_cap(burst, mine, cap=2, window=10, until=100)) == ["deletion-cap"]
+    assert inv.check_deletion_cap(burst, mine, cap=2, window=10, until=3.0) == [], "confirmed by a person at t=3"
+
+
+def test_a_secret_in_a_log_event_or_status_is_named() -> None:
+    texts = {"operator-0.log": "connected as soak", "events": "Applied", "status": "{'password': 'pw-2'}"}
+    assert [d.resource for d in inv.check_secrets(texts, ["pw-1", "pw-2"])] == ["status"]

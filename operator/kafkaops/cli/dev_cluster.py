@@ -53,6 +53,8 @@ async def _serve(cluster: FakeClusterDouble, control_port: int | None) -> None:
         click.echo(cluster.bootstrap)
         if control is not None:
             click.echo(control.url)  # the second line: the fault-injection endpoint (docs/reliability.md)
+        if cluster.sasl_listener is not None:
+            click.echo(cluster.sasl_bootstrap)  # then the SASL_PLAINTEXT listeners
         sys.stdout.flush()
         state = cluster.state
         click.echo(
@@ -64,6 +66,16 @@ async def _serve(cluster: FakeClusterDouble, control_port: int | None) -> None:
         if control is not None:
             await control.stop()
     click.echo("fake Kafka cluster stopped", err=True)
+
+
+def _sasl_users(param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    users: dict[str, str] = {}
+    for value in values:
+        name, colon, password = value.partition(":")
+        if not name or not colon or not password:
+            raise click.BadParameter("expected NAME:PASSWORD (both non-empty)", param=param)
+        users[name] = password
+    return users
 
 
 def cluster_seed(port: int) -> int:
@@ -86,20 +98,27 @@ def cluster_seed(port: int) -> int:
 @click.option("--no-acls", is_flag=True, help="No authorizer (ACL calls: SECURITY_DISABLED).")
 @click.option("--control-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
               default=None, metavar="PORT", help="Serve fault hooks over HTTP (docs/reliability.md); 0: free port.")
+@click.option("--sasl-port", type=int, callback=lambda c, p, v: v if v is None else at_least(0)(c, p, v),
+              default=None, metavar="PORT", help="Add SASL_PLAINTEXT listeners from PORT; 0: free.")
+@click.option("--sasl-user", "sasl_users", multiple=True, callback=lambda c, p, v: _sasl_users(p, v),
+              envvar="KAFKAOPS_DEV_SASL_USERS", metavar="USER:PW",
+              help="SASL on every listener; or $KAFKAOPS_DEV_SASL_USERS.")
 def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int, mode: str, tick_interval: float,
-                no_acls: bool, control_port: int | None) -> None:
-    """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) on 127.0.0.1 until Ctrl-C.
+                no_acls: bool, control_port: int | None, sasl_port: int | None, sasl_users: dict[str, str]) -> None:
+    """Run a fake multi-broker Kafka cluster (a TEST DOUBLE) until Ctrl-C.
 
     \b
     Examples:
       kafkaops dev-cluster &                    # 3 brokers on 127.0.0.1:19092-19094
       kafkaops dev-cluster --brokers 9 --port 0 --racks a,b,c --first-broker-id 0
+      KAFKAOPS_DEV_SASL_USERS=ops:s3cret kafkaops dev-cluster   # SASL on every listener
+      kafkaops dev-cluster --sasl-port 19192    # + SASL_PLAINTEXT on 19192-19194
 
-    Prints the bootstrap servers first (one line on stdout; then the control URL with
-    --control-port). Each cluster has its own cluster id, derived from --port (random with --port 0).
+    Prints the bootstrap, then the control URL and SASL bootstrap if asked.
     """
     require_test_doubles("dev-cluster")
     from kafkaops.testing.fake_cluster import FakeClusterDouble
+    from kafkaops.testing.sasl_double import SaslServerDouble
 
     cluster = FakeClusterDouble(
         brokers,
@@ -110,6 +129,8 @@ def dev_cluster(brokers: int, port: int, racks: str | None, first_broker_id: int
         seed=cluster_seed(port),
         tick_interval=tick_interval or None,
         acls_enabled=not no_acls,
+        sasl=SaslServerDouble(sasl_users, mechanisms=("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")) if sasl_users else None,
+        sasl_port=sasl_port,
     )
     try:
         asyncio.run(_serve(cluster, control_port))

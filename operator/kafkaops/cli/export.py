@@ -1,6 +1,6 @@
 """`kafkaops export`: write manifests for what a cluster holds, to adopt an existing cluster.
 
-The reading happens here (one connection, bulk reads through observe); what to write is
+The reading happens here (one connection, one read_cluster); what to write is
 decided by the pure reconcile/export.py.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -21,17 +20,7 @@ from kafkaops.cli.options import (
     require,
 )
 from kafkaops.cli.targets import client_settings
-from kafkaops.kafka import (
-    AclBindingFilter,
-    AdminClient,
-    Batcher,
-    ClientSettings,
-    KafkaError,
-    KafkaOpsError,
-    KafkaRequestError,
-    UnsupportedFeature,
-)
-from kafkaops.kafka import AclBinding as WireAclBinding
+from kafkaops.kafka import AdminClient, Batcher, ClientSettings, KafkaOpsError
 from kafkaops.reconcile.export import (
     ACLS,
     BROKER_CONFIGS,
@@ -44,23 +33,12 @@ from kafkaops.reconcile.export import (
     export_documents,
     files_by_kind,
     is_k8s_name,
-    split_acls,
     to_yaml,
 )
-from kafkaops.reconcile.observe import ObserveScope, observe
-from kafkaops.reconcile.observed import ObservedState
+from kafkaops.reconcile.read import ClusterRead, ObserveScope, read_cluster
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 
 _INCLUDE_ORDER = (TOPICS, ACLS, BROKER_CONFIGS)
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterRead:
-    """What read_cluster saw: the observed state (ACLs included when asked for) and the ACL
-    bindings manifests cannot express, which observe() would have dropped unseen."""
-
-    observed: ObservedState
-    unmapped_acls: tuple[WireAclBinding, ...]
 
 
 def _include(_ctx: click.Context, _param: click.Parameter, value: str) -> frozenset[str]:
@@ -123,7 +101,7 @@ def export(bootstrap: str | None, command_config: str | None, cluster_name: str,
     if problem := cluster_problem(cluster_name, servers, access):
         raise click.UsageError(problem)
     try:
-        read = asyncio.run(read_cluster(settings, topics, include))
+        read = asyncio.run(read_for_export(settings, topics, include))
     except (KafkaOpsError, OSError) as exc:
         click.echo(f"error: cannot export from {bootstrap}: {exc}", err=True)
         raise SystemExit(1) from None
@@ -136,14 +114,13 @@ def export(bootstrap: str | None, command_config: str | None, cluster_name: str,
     click.echo(f"{_summary(result)} from {result.origin}{where}", err=True)
 
 
-async def read_cluster(settings: ClientSettings, topics: re.Pattern[str] | None = None,
-                       include: frozenset[str] = INCLUDABLE) -> ClusterRead:
-    """Everything an export of `include` needs, in bulk: the topics `topics` selects with their
-    configs, broker configs (the cluster default and every broker), and every ACL binding.
-    Raises KafkaOpsError (or OSError) when the cluster cannot be reached."""
+async def read_for_export(settings: ClientSettings, topics: re.Pattern[str] | None = None,
+                          include: frozenset[str] = INCLUDABLE) -> ClusterRead:
+    """Everything an export of `include` needs, in one read_cluster(): the topics `topics` selects
+    with all their configs, broker configs (the cluster default and every broker), and every ACL
+    binding. Raises KafkaOpsError (or OSError) when the cluster cannot be reached."""
     async with AdminClient.connect(",".join(f"{h}:{p}" for h, p in settings.bootstrap), settings=settings) as admin:
         meta = admin.cached_metadata or await admin.refresh_metadata()
-        batcher = Batcher(admin)
         if TOPICS not in include:
             names: frozenset[str] | None = frozenset()
         elif topics is None:
@@ -153,26 +130,8 @@ async def read_cluster(settings: ClientSettings, topics: re.Pattern[str] | None 
             names = frozenset(n for n in listed.topics if topics.search(n))
         keys = frozenset({""} | {str(b) for b in meta.brokers}) if BROKER_CONFIGS in include else frozenset()
         scope = ObserveScope(topics=names, topic_configs=None if names is None else dict.fromkeys(names),
-                             acls=False, broker_keys=keys, reassignments=False)  # every key of every topic read
-        if ACLS in include:
-            observed, (acls, unmapped, error) = await asyncio.gather(observe(batcher, scope), _read_acls(admin))
-            observed = replace(observed, acls=acls, acls_error=error)
-        else:
-            observed, unmapped = await observe(batcher, scope), ()
-        return ClusterRead(observed, unmapped)
-
-
-async def _read_acls(admin: AdminClient) -> tuple[dict | None, tuple[WireAclBinding, ...], KafkaError | None]:
-    """Every binding (observe's own ACL read drops those manifests cannot express; the export
-    reports them, so it reads them itself)."""
-    try:
-        bindings = await admin.describe_acls(AclBindingFilter())
-    except KafkaRequestError as exc:
-        return None, (), exc.error
-    except UnsupportedFeature as exc:
-        return None, (), exc.as_kafka_error()
-    acls, unmapped = split_acls(bindings)
-    return acls, unmapped, None
+                             acls=ACLS in include, broker_keys=keys, reassignments=False)  # every key of every topic
+        return await read_cluster(Batcher(admin), scope)
 
 
 def _write(result: ExportResult, include: frozenset[str], out: str | None) -> str:

@@ -24,7 +24,7 @@ from typing import TypeVar
 import click
 
 from kafkaops.reconcile.apply import INTERRUPTED
-from kafkaops.reconcile.engine import until_stopped
+from kafkaops.reconcile.stopping import until_stopped
 from kafkaops.reconcile.outcome import State
 
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143

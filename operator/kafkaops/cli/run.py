@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from kafkaops.cli.options import seconds
+
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
 
@@ -33,15 +35,17 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--peering", "peering_name", default=None, metavar="NAME",
               help="kopf peering object (HA: one replica works).")
 @click.option("--priority", type=int, default=None, metavar="N",
-              help="Peering priority [random: never tied].")
+              help="Peering priority [random, never tied].")
 @click.option("--liveness", "liveness_endpoint", default=None, metavar="URL",
-              help="Liveness probe, e.g. http://0.0.0.0:8080/healthz.")
+              help="Liveness probe URL (e.g. :8080/healthz).")
 @click.option("--metrics-port", type=int, default=9090, metavar="PORT",
               help="Prometheus /metrics port; 0 disables [9090].")
 @click.option("--retry-delay", type=float, default=15.0, metavar="SEC",
               help="Retry throttled/timed-out work after [15s].")
 @click.option("--peering-lifetime", type=float, default=60.0, metavar="SEC",
               help="A dead leader's takeover delay [60s].")
+@click.option("--deletion-window", type=float, callback=seconds(positive=True), default=300.0, metavar="SEC",
+              help="Window of the topic-deletion cap [300s].")
 @click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
               help="Spread KafkaClusters over all replicas.")
 # sharding's knobs, from the environment (docs/cli.md): hidden to keep the help on one screen
@@ -52,8 +56,8 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
         priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
-        peering_lifetime: float, sharding: str | None, lease_duration: float, lease_namespace: str | None,
-        log_format: str, verbose: bool) -> None:
+        peering_lifetime: float, deletion_window: float, sharding: str | None, lease_duration: float,
+        lease_namespace: str | None, log_format: str, verbose: bool) -> None:
     """Run the Kubernetes operator (in-cluster service account, else KUBECONFIG).
 
     \b
@@ -87,7 +91,7 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
         priority = secrets.randbelow(2**31 - 2) + 1
     memo = kopf.Memo(operator_settings=OperatorSettings(
         retry_delay=retry_delay, metrics_port=metrics_port or None, peering_lifetime=peering_lifetime,
-        sharding=sharding, lease_duration=lease_duration,
+        deletion_window=deletion_window, sharding=sharding, lease_duration=lease_duration,
         lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default"))
     kopf.run(
         clusterwide=clusterwide,

@@ -121,7 +121,7 @@ async def open_session(session: Session, options: RunOptions) -> None:
         await session.admin.start()
         # plan, apply and wait each submit their whole batch in one loop pass: no window to linger for
         session.engine = Engine(Batcher(session.admin, linger=0.0), ownership=session.store, cluster=target.name,
-                                on_reassignment=ReassignmentDisplay(target.name))
+                                on_reassignment=ReassignmentDisplay(target.name), settings=target.engine)
         session.planned = await session.engine.plan(target.desired, options)
     except (KafkaOpsError, OSError, asyncio.TimeoutError) as exc:
         session.error = _cluster_problem(exc, f"cannot plan cluster {target.name!r} at {session.bootstrap}")

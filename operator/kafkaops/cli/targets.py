@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kafkaops.kafka import ClientSettings, SecuritySettings
 from kafkaops.reconcile.desired import DesiredState, group_by_cluster
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, Resource
 
 CLUSTER_NOT_FOUND = "ClusterNotFound"
@@ -36,6 +37,7 @@ class Target:
     name: str
     settings: ClientSettings
     desired: DesiredState
+    engine: EngineSettings = EngineSettings()  # the engine's part of the same overrides (wait_timeout...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,9 @@ def resolve_targets(
     config_directory: str | None = None,
     **overrides: object,
 ) -> tuple[list[Target], list[Unroutable]]:
-    """The clusters to reconcile and the resources that cannot be routed (with why)."""
+    """The clusters to reconcile and the resources that cannot be routed (with why). `overrides`:
+    settings by name, the client's and the engine's (`EngineSettings.split`)."""
+    engine, overrides = EngineSettings.split(overrides)
     clusters = [r for r in resources if isinstance(r, KafkaCluster)]
     if bootstrap:
         policy_cluster = clusters[0] if len(clusters) == 1 else None
@@ -125,7 +129,7 @@ def resolve_targets(
         unroutable = [Unroutable(r, DECLARED_TWICE, f"{what} is also declared by {other}; with --bootstrap-server every "
                                                     "resource goes to one cluster, so neither is applied")
                       for r, what, other in clashing]
-        return [Target(name, client_settings(bootstrap, command_config, **overrides), desired)], unroutable
+        return [Target(name, client_settings(bootstrap, command_config, **overrides), desired, engine)], unroutable
     if not clusters:
         raise TargetError("no --bootstrap-server given and no KafkaCluster in the manifests: give "
                           "--bootstrap-server HOST:PORT, or include the KafkaCluster the clusterRefs name")
@@ -147,5 +151,5 @@ def resolve_targets(
             unroutable.extend(Unroutable(r, reason, str(exc))
                               for r in (*desired.topics, *desired.acls, *desired.broker_configs))
             continue
-        targets.append(Target(cluster.name, settings, desired))
+        targets.append(Target(cluster.name, settings, desired, engine))
     return targets, unroutable

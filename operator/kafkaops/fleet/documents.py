@@ -31,6 +31,7 @@ from kafkaops.resources.loader import load_text
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaCluster, KafkaTopic, build_resource
 from kafkaops.resources.rules import check_rules, effective_topic_name
 from kafkaops.resources.schemas import schema_predicate
+from kafkaops.resources.set_rules import get_in, nonempty_str
 from kafkaops.resources.validation import check_document
 
 CLUSTER_REF_OUTSIDE_DIRECTORY = "ClusterRefOutsideDirectory"
@@ -60,7 +61,7 @@ def field_lines(doc: Document, body: Any) -> dict[str, int]:
     lines = {field: line for field, path in _FIELD_PATHS.items() if (line := doc.lines.get(path)) is not None}
     if (line := doc.lines.get("spec.topicName", lines.get("resource"))) is not None:
         lines["topic"] = line
-    config = _get(body, "spec", "config")
+    config = get_in(body, "spec", "config")
     if isinstance(config, Mapping):
         for key in config:
             if (line := doc.lines.get(f"spec.config.{key}")) is not None:
@@ -101,22 +102,6 @@ def check(doc: Document) -> list[ValidationIssue]:
     return [_issue(doc, f) for f in check_rules(doc.kind, doc.body)]
 
 
-# --- raw identities (read defensively, as set_rules does) ---------------------------------------
-
-
-def _get(body: Any, *keys: str) -> Any:
-    current = body
-    for key in keys:
-        if not isinstance(current, Mapping):
-            return None
-        current = current.get(key)
-    return current
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _with_directory_cluster(doc: Document, cluster: str) -> Document:
     body = copy.deepcopy(dict(doc.body))
     spec = body.get("spec")
@@ -146,11 +131,11 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
     """The row of one loaded document."""
     body = doc.body
     kind = doc.kind
-    ref_name = _str(_get(body, "spec", "clusterRef", "name"))
+    ref_name = nonempty_str(get_in(body, "spec", "clusterRef", "name"))
     issues: list[ValidationIssue] = list(extra)
     cluster_from: str | None = None
     if kind == KAFKA_CLUSTER:
-        cluster = _str(_get(body, "metadata", "name"))
+        cluster = nonempty_str(get_in(body, "metadata", "name"))
         cluster_from = "KafkaCluster"
         if dir_cluster and cluster and cluster != dir_cluster:
             issues.append(_issue(doc, Finding("metadata.name", f"KafkaCluster {cluster!r} is declared under "
@@ -162,7 +147,7 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
             issues.append(_issue(doc, Finding("spec.clusterRef.name", f"clusterRef names {ref_name!r} but the file "
                                               f"is under {CLUSTERS_DIRECTORY}/{dir_cluster}/: the clusterRef wins",
                                               CLUSTER_REF_OUTSIDE_DIRECTORY, Severity.WARNING)))
-    elif dir_cluster and _get(body, "spec", "clusterRef") is None and isinstance(_get(body, "spec"), Mapping):
+    elif dir_cluster and get_in(body, "spec", "clusterRef") is None and isinstance(get_in(body, "spec"), Mapping):
         doc = _with_directory_cluster(doc, dir_cluster)
         body = doc.body
         cluster, cluster_from = dir_cluster, "directory"
@@ -175,7 +160,7 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
                      cluster_from, [])
     row["line"] = doc.line
     row["valid"] = valid
-    row["ref_namespace"] = _str(_get(body, "spec", "clusterRef", "namespace")) or source.namespace
+    row["ref_namespace"] = nonempty_str(get_in(body, "spec", "clusterRef", "namespace")) or source.namespace
     row["lines"] = {p: line for p in _LINE_PATHS if (line := doc.lines.get(p)) is not None}
     row["field_lines"] = field_lines(doc, body)
     row["issues"] = [_issue_row(i) for i in issues]
@@ -190,7 +175,7 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
             row["config"] = dict(model.config)
             row["deletion_policy"] = str(model.deletion_policy) if model.deletion_policy else None
     elif kind == KAFKA_ACL:
-        row["principal"] = _str(_get(body, "spec", "principal"))
+        row["principal"] = nonempty_str(get_in(body, "spec", "principal"))
         if isinstance(model, KafkaAcl):
             row["bindings"] = [
                 {"resource_type": str(b.resource_type), "resource_name": b.resource_name,
@@ -199,8 +184,8 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
                 for b in sorted(model.bindings)
             ]
     elif kind == KAFKA_BROKER_CONFIG:
-        spec = _get(body, "spec")
-        broker = _get(body, "spec", "brokerId")
+        spec = get_in(body, "spec")
+        broker = get_in(body, "spec", "brokerId")
         row["has_broker_id"] = isinstance(spec, Mapping) and "brokerId" in spec
         row["broker_id"] = broker if isinstance(broker, int) and not isinstance(broker, bool) else None
         if isinstance(model, KafkaBrokerConfig):

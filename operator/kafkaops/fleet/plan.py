@@ -22,10 +22,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet.drift import drift_rows
-from kafkaops.kafka import ConfigSource
+from kafkaops.kafka import BrokerInfo, ConfigSource
 from kafkaops.reconcile.actions import Action, Plan
 from kafkaops.reconcile.desired import DesiredState
-from kafkaops.reconcile.observed import ObservedBroker, ObservedConfig, ObservedState, ObservedTopic
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_prune
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
@@ -182,7 +182,7 @@ def observed_state(header: Mapping[str, Any], topics: list, acls: list, broker_c
         except ValueError:  # a spelling manifests cannot declare: never planned against
             continue
         by_principal.setdefault(row["principal"], set()).add(binding)
-    brokers = {b[0]: ObservedBroker(b[0], b[1], b[2], b[3]) for b in header["brokers"]}
+    brokers = {b[0]: BrokerInfo(b[0], b[1], b[2], b[3]) for b in header["brokers"]}
     configs_by_broker: dict[str, dict[str, ObservedConfig]] = {"": {}, **{str(b): {} for b in brokers}}
     for row in broker_configs:
         configs_by_broker.setdefault(row["broker"] or "", {})[row["key"]] = ObservedConfig(

@@ -13,10 +13,12 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from kafkaops.k8s.kinds import GROUP, VERSION
-from kafkaops.k8s.secrets import SecretForbidden, SecretNotFound
+from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 
-# answers a busy or restarting API server gives; the same write a moment later succeeds
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+# answers a busy or restarting API server gives; the same write a moment later succeeds. 409 too:
+# the status and annotation merge patches here carry no resourceVersion (no precondition), so a
+# conflict is the server's own (an etcd update race), gone on the next attempt
+TRANSIENT_STATUSES = frozenset({409, 429, 500, 502, 503, 504})
 
 
 def transient(exc: BaseException) -> bool:
@@ -25,6 +27,11 @@ def transient(exc: BaseException) -> bool:
     if isinstance(status, int):
         return status in TRANSIENT_STATUSES
     return isinstance(exc, OSError) or type(exc).__module__.startswith("urllib3")
+
+
+def _retrying(attempts: int) -> AsyncRetrying:
+    return AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
+                         wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
 
 
 class KubernetesApi:
@@ -60,15 +67,51 @@ class KubernetesApi:
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 
-    async def touch(self, plural: str, namespace: str, name: str, annotation: str, value: str) -> None:
-        """Set one annotation (a merge patch): an event for the watchers of the object; deleted
-        meanwhile is no error."""
+    async def protect_secret(self, namespace: str, name: str) -> bool:
+        return await self._secret_finalizer(namespace, name, present=True)
+
+    async def release_secret(self, namespace: str, name: str) -> bool:
+        return await self._secret_finalizer(namespace, name, present=False)
+
+    async def _secret_finalizer(self, namespace: str, name: str, present: bool, attempts: int = 5) -> bool:
+        """Add or remove SECRET_FINALIZER, guarded by the Secret's resourceVersion (a concurrent
+        change of its finalizers is re-read, not overwritten). False: the Secret does not exist."""
+        from kubernetes.client.exceptions import ApiException
+
+        for _ in range(attempts):
+            try:
+                secret = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return False
+                raise
+            meta = secret.metadata
+            finalizers = list(meta.finalizers or [])
+            if (SECRET_FINALIZER in finalizers) == present or (present and meta.deletion_timestamp):
+                return True  # as wanted already; a Secret being deleted takes no new finalizer
+            finalizers = [*finalizers, SECRET_FINALIZER] if present else [f for f in finalizers if f != SECRET_FINALIZER]
+            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.resource_version}}
+            try:
+                await asyncio.to_thread(self._core.patch_namespaced_secret, name, namespace, patch,
+                                        _content_type="application/merge-patch+json")
+                return True
+            except ApiException as exc:
+                if exc.status == 404:
+                    return False
+                if exc.status != 409:
+                    raise
+        raise RuntimeError(f"Secret {namespace}/{name}: its finalizers kept changing ({attempts} attempts)")
+
+    async def annotate(self, plural: str, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
+        """Merge annotations into a kafkaops.io object (a watch event for kopf); gone meanwhile: no error."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            await asyncio.get_running_loop().run_in_executor(
-                self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural, name,
-                {"metadata": {"annotations": {annotation: value}}})
+            async for attempt in _retrying(5):
+                with attempt:
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural,
+                        name, {"metadata": {"annotations": dict(annotations)}})
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -79,10 +122,8 @@ class KubernetesApi:
         API failures (429, 5xx, connection) are retried with backoff; the last one is raised."""
         from kubernetes.client.exceptions import ApiException
 
-        retrying = AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
-                                 wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
         try:
-            async for attempt in retrying:
+            async for attempt in _retrying(attempts):
                 with attempt:
                     await asyncio.get_running_loop().run_in_executor(
                         self._writers, self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,

@@ -12,10 +12,10 @@ context's engine, so every handler's single item joins the same batches.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,11 +23,20 @@ from typing import Any
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings
 from kafkaops.kafka.apis import Api
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError, KafkaOpsError, RequestTimedOut
-from kafkaops.k8s.secrets import CREDENTIALS_INVALID, CredentialsError, SecretReader, TlsFiles, security_for
+from kafkaops.k8s.secrets import (
+    CREDENTIALS_INVALID,
+    SECRET_FINALIZER,
+    CredentialsError,
+    SecretReader,
+    TlsFiles,
+    secret_names,
+    security_for,
+)
 from kafkaops.reconcile import Engine, Problem
 from kafkaops.reconcile.actions import problem_from_exception
 from kafkaops.reconcile.ownership import MemoryOwnershipStore
-from kafkaops.reconcile.reassign import ReassignmentRun
+from kafkaops.reconcile.reassign.manager import ReassignmentManager
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.models import ClusterRef, KafkaCluster
 
 ClusterKey = tuple[str | None, str]  # (namespace, name)
@@ -36,7 +45,9 @@ CLUSTER_UNREACHABLE = "ClusterUnreachable"
 CLUSTER_NOT_FOUND = "ClusterNotFound"
 CLUSTER_NOT_READY = "ClusterNotReady"
 # a request failed because the cluster could not be reached: the cluster is down, not the resource
-CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION"})
+AUTHENTICATION_FAILED = "AuthenticationFailed"
+# outcome reasons that mean "the cluster is gone for now": the context probes it, resources wait
+CONNECTION_LOST = frozenset({"KafkaConnectionError", "NETWORK_EXCEPTION", AUTHENTICATION_FAILED})
 
 log = logging.getLogger("kafkaops.operator")
 
@@ -49,7 +60,8 @@ class Connection(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class OperatorSettings:
-    """The operator's knobs; client overrides go to every cluster's ClientSettings."""
+    """The operator's knobs. `client_overrides`: settings by name for every cluster, the admin
+    client's (ClientSettings) and the engine's (EngineSettings: wait_timeout, wait_poll_*) alike."""
 
     client_overrides: Mapping[str, Any] = field(default_factory=dict)
     retry_delay: float = 15.0  # seconds before a retriable failure is retried
@@ -67,21 +79,28 @@ class OperatorSettings:
 
 class DeletionGate:
     """The cluster's topic-deletion cap across resources: at most `cap` deletions within `window`
-    seconds unless a person confirmed (KafkaCluster annotation kafkaops.io/confirm-deletions)."""
+    seconds unless a person confirmed (KafkaCluster annotation kafkaops.io/confirm-deletions).
+
+    Times are wall-clock seconds, so that the admitted deletions can be recorded in the
+    KafkaCluster's status (`recentTopicDeletions`) and merged back by the next process: the cap
+    then holds across operator restarts and replicas, not only within one process."""
 
     def __init__(self, cap: int, window: float) -> None:
         self.cap = cap
         self.window = window
-        self._recent: deque[float] = deque()
+        self._recent: list[float] = []
         self.confirmed_until = 0.0
         self.waiting: set[str] = set()
 
     def _trim(self, now: float) -> None:
-        while self._recent and now - self._recent[0] > self.window:
-            self._recent.popleft()
+        self._recent = [t for t in self._recent if now - t <= self.window]
+
+    def merge(self, recorded: Iterable[float]) -> None:
+        """Add deletions another process (or this one, before a restart) recorded."""
+        self._recent = sorted(set(self._recent) | set(recorded))
 
     def admit(self, who: str, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
+        now = time.time() if now is None else now
         self._trim(now)
         if len(self._recent) < self.cap or now < self.confirmed_until:
             self._recent.append(now)
@@ -90,16 +109,29 @@ class DeletionGate:
         self.waiting.add(who)
         return False
 
+    def recent(self, now: float | None = None) -> list[float]:
+        """The deletions within the window, oldest first (what the status records)."""
+        self._trim(time.time() if now is None else now)
+        return sorted(self._recent)
+
     def confirm(self, ttl: float, now: float | None = None) -> None:
-        self.confirmed_until = (time.monotonic() if now is None else now) + ttl
+        self.confirmed_until = (time.time() if now is None else now) + ttl
 
 
-@dataclass
-class ActiveRun:
-    """A reassignment started for one KafkaTopic: the run and the target it moves to."""
+def recorded_deletions(cluster_body: Mapping[str, Any]) -> list[float]:
+    """The deletion times a KafkaCluster's status records (`recentTopicDeletions`, RFC 3339)."""
+    times = []
+    for text in (cluster_body.get("status") or {}).get("recentTopicDeletions") or ():
+        try:
+            times.append(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            log.warning("ignored an unreadable recentTopicDeletions entry %r", text)
+    return times
 
-    run: ReassignmentRun
-    targets: Mapping[Any, tuple[int, ...]]
+
+def deletion_times(times: Iterable[float]) -> list[str]:
+    return [datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+            for t in times]
 
 
 @dataclass
@@ -113,8 +145,10 @@ class ClusterContext:
     description: Mapping[str, Any] = field(default_factory=dict)
     gate: DeletionGate | None = None
     files: TlsFiles = field(default_factory=TlsFiles)
-    # partition reassignments running in the background, by topic (a handler must not wait hours)
-    runs: dict[str, ActiveRun] = field(default_factory=dict)
+    # the cluster's partition reassignments, run in the background and followed by topic (a handler
+    # must not wait hours); the engine uses the same one
+    reassignments: ReassignmentManager | None = None
+    guarded: set[tuple[str, bool]] = field(default_factory=set)  # Secrets protected (True) or not protectable
     last_leader_election: float = 0.0  # monotonic time of the last periodic preferred-leader election
     state: Connection = Connection.CONNECTING
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # the first connection attempt answered
@@ -130,12 +164,11 @@ class ClusterContext:
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
-        for active in self.runs.values():  # moves go on in Kafka; the throttle record stays in status
-            active.run.task.cancel()
-        self.runs.clear()
+        if self.reassignments is not None:  # moves go on in Kafka; the throttle record stays in status
+            self.reassignments.abandon()
         if self.admin is not None:
             await self.admin.close()
-        self.admin = self.engine = None
+        self.admin = self.engine = self.reassignments = None
         self.files.remove()
 
 
@@ -181,6 +214,8 @@ class Clusters:
             context.gate = old.gate if old and old.gate and old.gate.cap == cap else DeletionGate(cap, self.settings.deletion_window)
             self._contexts[context.key] = context
             context.task = asyncio.create_task(self._connect(context), name=f"connect {context.key}")
+        if old is not None:  # a Secret the old spec read and the new one does not is no longer in use
+            await self.release_secrets(context.key[0], secret_names(old.model) - secret_names(cluster))
         return context
 
     async def open(self, cluster: KafkaCluster) -> ClusterContext:
@@ -229,20 +264,33 @@ class Clusters:
             await asyncio.sleep(self._backoff(attempt))
             attempt += 1
 
-    async def _attempt(self, context: ClusterContext) -> Problem | None:
+    async def _attempt(self, context: ClusterContext, refresh: bool = False) -> Problem | None:
+        """One connection attempt; `refresh`: re-read the credentials first (after an outage or a
+        refused login, the Secret may hold a rotated password: new connections use it)."""
         cluster = context.model
         try:
+            if context.admin is not None and refresh and self.reader is not None:
+                try:
+                    context.admin.use_security(await security_for(cluster, self.reader, context.files))
+                    await self.protect_secrets(context)
+                except CredentialsError as exc:  # e.g. its namespace is being deleted: keep what worked
+                    log.warning("KafkaCluster %s/%s: %s; reconnecting with the credentials read before",
+                                *context.key, exc)
             if context.admin is None:
                 security = await security_for(cluster, self.reader, context.files) if self.reader else None
-                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security,
-                                                 **dict(self.settings.client_overrides))
+                await self.protect_secrets(context)
+                engine_settings, overrides = EngineSettings.split(self.settings.client_overrides)
+                settings = ClientSettings.create(cluster.spec.bootstrap_servers, security=security, **overrides)
                 context.admin = await AdminClient.connect(cluster.spec.bootstrap_servers, settings=settings)
-                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name)
+                context.reassignments = ReassignmentManager(context.admin, context.store,
+                                                            engine_settings.reassignment_settings, cluster=cluster.name)
+                context.engine = Engine(Batcher(context.admin), ownership=context.store, cluster=cluster.name,
+                                        reassignments=context.reassignments, settings=engine_settings)
             context.description = await describe(context.admin)
         except CredentialsError as exc:
             return Problem(CREDENTIALS_INVALID, str(exc))
         except AuthenticationFailed as exc:
-            return Problem("AuthenticationFailed", f"the cluster refused the credentials: {exc}")
+            return Problem(AUTHENTICATION_FAILED, f"the cluster refused the credentials: {exc}")
         except (KafkaConnectionError, RequestTimedOut, OSError, ValueError) as exc:
             return Problem(CLUSTER_UNREACHABLE, f"cannot reach {','.join(cluster.spec.bootstrap_servers)}: {exc}",
                            retriable=True)
@@ -253,12 +301,46 @@ class Clusters:
             return Problem("ConnectFailed", f"connecting failed: {type(exc).__name__}", retriable=True)
         return None
 
-    def mark_down(self, context: ClusterContext, exc: BaseException) -> None:
-        """A request found the cluster unreachable: report it once and probe until it answers."""
+    async def protect_secrets(self, context: ClusterContext) -> None:
+        """SECRET_FINALIZER on the Secrets the cluster's connection reads (once they were read)."""
+        if not hasattr(self.reader, "protect_secret"):
+            return
+        for name in sorted(secret_names(context.model)):
+            if (name, True) in context.guarded:
+                continue
+            try:
+                if await self.reader.protect_secret(context.key[0], name):  # type: ignore[union-attr]
+                    context.guarded.add((name, True))
+            except Exception as exc:  # noqa: BLE001 - e.g. 403: no patch on secrets; it still connects
+                if (name, False) not in context.guarded:
+                    context.guarded.add((name, False))
+                    log.warning("KafkaCluster %s/%s: cannot protect Secret %s from deletion while in use (%s): "
+                                "grant `patch` on secrets (manifests/secrets-access)", *context.key, name,
+                                type(exc).__name__)
+
+    async def release_secrets(self, namespace: str, names: set[str]) -> None:
+        """Take SECRET_FINALIZER off Secrets no KafkaCluster of this operator connects with any more."""
+        if not hasattr(self.reader, "release_secret"):
+            return
+        used = {n for c in self._contexts.values() if c.key[0] == namespace for n in secret_names(c.model)}
+        for name in sorted(names - used):
+            try:
+                await self.reader.release_secret(namespace, name)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - logged with its context; a person can remove it by hand
+                log.warning("Secret %s/%s: removing the finalizer %s failed", namespace, name, SECRET_FINALIZER,
+                            exc_info=True)
+
+    def mark_down(self, context: ClusterContext, exc: BaseException, reason: str = CLUSTER_UNREACHABLE) -> None:
+        """A request found the cluster unreachable (or refusing our credentials, `reason`
+        AuthenticationFailed): report it once and probe until it answers, re-reading the
+        credentials at each attempt."""
         if context.state is not Connection.READY or self._contexts.get(context.key) is not context:
             return
-        problem = Problem(CLUSTER_UNREACHABLE, f"lost the connection to {','.join(context.model.spec.bootstrap_servers)}:"
-                                               f" {exc}", retriable=True)
+        if reason == AUTHENTICATION_FAILED:
+            problem = Problem(AUTHENTICATION_FAILED, f"the cluster refused the credentials: {exc}", retriable=True)
+        else:
+            problem = Problem(CLUSTER_UNREACHABLE, f"lost the connection to "
+                                                   f"{','.join(context.model.spec.bootstrap_servers)}: {exc}", retriable=True)
         context.state = Connection.CONNECTING  # no second probe while this one starts
 
         async def probe() -> None:
@@ -267,7 +349,7 @@ class Clusters:
             while True:
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1
-                if await self._attempt(context) is None:
+                if await self._attempt(context, refresh=True) is None:
                     await self._change(context, Connection.READY, None)
                     return
 

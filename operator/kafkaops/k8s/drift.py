@@ -15,10 +15,23 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafkaops.k8s.context import CONNECTION_LOST, ClusterContext
-from kafkaops.k8s.kinds import Claim, claim_key, claim_of, generation_of, is_paused, is_unmanaged, owner_of, uid_of, winner
+from kafkaops.k8s.context import AUTHENTICATION_FAILED, CONNECTION_LOST, ClusterContext
+from kafkaops.k8s.kinds import (
+    FINALIZER,
+    NUDGE,
+    PLURALS,
+    Claim,
+    claim_key,
+    claim_of,
+    generation_of,
+    is_paused,
+    is_unmanaged,
+    owner_of,
+    uid_of,
+    winner,
+)
 from kafkaops.k8s.status import EventNote, Result, Verdict, is_settled
-from kafkaops.kafka.errors import KafkaConnectionError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, RunOptions, State
 from kafkaops.resources.validation import check_custom_resource
 
@@ -27,7 +40,7 @@ log = logging.getLogger("kafkaops.operator")
 
 class Resync:
     _models: dict[str, tuple[int, Any]]
-    _lagging: dict[str, int]  # uid -> generation its status lagged at the last resync
+    _lagging: dict[str, str]  # uid -> resourceVersion of a resource not Ready at the last resync
 
     def _settled_model(self, body: Mapping[str, Any]) -> Any | None:
         """The model of a settled resource, validated once per generation: its spec changes only
@@ -58,27 +71,46 @@ class Resync:
         return len(changed)
 
     async def _rerun_forgotten(self, bodies: Iterable[Mapping[str, Any]]) -> None:
-        """A safety net: a resource whose status lags its generation at two resyncs in a row, with
-        nothing of ours working on it, is reconciled again. kopf handles an object only when an
-        event comes; when kopf's own status patch after a handler fails (the soak injected a 409),
-        the edit would wait for the resource's next event, possibly for ever."""
-        lagging: dict[str, int] = {}
-        forgotten = []
+        """A safety net for work kopf dropped. kopf handles an object only when an event comes; when
+        its own patch after a handler fails (the soak injected 409s), the pending work waits for the
+        object's next event, possibly for ever. A resource found unchanged (same resourceVersion) at
+        two resyncs in a row, with nothing of ours working on it, while
+        - its status lags its generation, or it is Reconciling (a retry or a reassignment being
+          followed), is reconciled again here;
+        - it is being deleted with our finalizer on it, is nudged (an annotation) so that kopf runs
+          its deletion handler again: only kopf removes its finalizer."""
+        seen: dict[str, str] = {}
+        forgotten, deleting = [], []
         for body in bodies:
             uid, generation = uid_of(body), generation_of(body)
+            metadata = body.get("metadata") or {}
             status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
-            if (generation is None or status.get("observedGeneration") == generation or is_paused(body)
-                    or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp")
-                    or uid in self.waiting or (uid in self._locks and self._locks[uid].locked())):
+            if uid in self.waiting or (uid in self._locks and self._locks[uid].locked()):
                 continue
-            lagging[uid] = generation
-            if self._lagging.get(uid) == generation:
-                forgotten.append(body)
-        self._lagging = lagging
+            if metadata.get("deletionTimestamp"):
+                if FINALIZER not in (metadata.get("finalizers") or ()):
+                    continue
+            elif (generation is None or is_paused(body) or is_unmanaged(body) or is_settled(status, generation)
+                  or (status.get("observedGeneration") == generation and _stalled(status))):
+                continue
+            version = str(metadata.get("resourceVersion"))
+            seen[uid] = version
+            if self._lagging.get(uid) == version:
+                (deleting if metadata.get("deletionTimestamp") else forgotten).append(body)
+        self._lagging = seen
         if forgotten:
-            log.warning("%d resource(s) behind their generation with no event to handle them: reconciling them "
-                        "again", len(forgotten))
+            log.warning("%d resource(s) not Ready with no event to handle them: reconciling them again", len(forgotten))
             await asyncio.gather(*(self._rerun(body) for body in forgotten))
+        if deleting and self.annotator is not None:
+            log.warning("%d resource(s) being deleted with no event to handle them: nudging kopf", len(deleting))
+            for body in deleting:
+                metadata = body.get("metadata") or {}
+                try:
+                    await self.annotator(PLURALS.get(str(body.get("kind")), ""), metadata.get("namespace"),
+                                         metadata.get("name"), {NUDGE: self.now()})
+                except Exception as exc:  # noqa: BLE001 - the next resync tries again
+                    log.warning("%s %s/%s: nudging its deletion failed (%s: %s)", body.get("kind"),
+                                metadata.get("namespace"), metadata.get("name"), type(exc).__name__, exc)
 
     async def resync(self, context: ClusterContext, bodies: Iterable[Mapping[str, Any]],
                      claims: Mapping[Any, Iterable[Claim]]) -> list[tuple[Mapping[str, Any], Result]]:
@@ -115,12 +147,15 @@ class Resync:
         except KafkaConnectionError as exc:
             self.clusters.mark_down(context, exc)
             return []  # the outage is reported once, by cluster_state_changed
+        except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
+            self.clusters.mark_down(context, exc, AUTHENTICATION_FAILED)
+            return []  # the outage is reported once, by cluster_state_changed
         self.metrics.resync.labels(context.model.name).observe(time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         changed: list[tuple[Mapping[str, Any], Result]] = []
         if any(o.problem is not None and o.problem.reason in CONNECTION_LOST for o in report.outcomes):
             lost = next(o.problem for o in report.outcomes if o.problem is not None and o.problem.reason in CONNECTION_LOST)
-            self.clusters.mark_down(context, ConnectionError(lost.message))
+            self.clusters.mark_down(context, ConnectionError(lost.message), lost.reason)
             return []  # the outage is reported once, by cluster_state_changed
         for outcome in report.outcomes:
             if outcome.source not in chosen:
@@ -138,3 +173,9 @@ class Resync:
             elif not outcome.ok:
                 changed.append((body, self._result(body, Verdict.of(outcome))))
         return changed
+
+
+def _stalled(status: Mapping[str, Any]) -> bool:
+    """Stalled: a person must act (invalid spec, conflict); running it again changes nothing."""
+    return any(isinstance(c, Mapping) and c.get("type") == "Stalled" and c.get("status") == "True"
+               for c in status.get("conditions") or ())

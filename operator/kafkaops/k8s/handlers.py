@@ -26,6 +26,7 @@ from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
+    CLUSTER_PLURAL,
     CONFIRM_DELETIONS,
     FINALIZER,
     GROUP,
@@ -36,7 +37,7 @@ from kafkaops.k8s.kinds import (
     cluster_of,
 )
 from kafkaops.k8s.metrics import Metrics
-from kafkaops.k8s.reconciler import CLUSTER_PLURAL, Reconciler, Result
+from kafkaops.k8s.reconciler import Reconciler, Result
 from kafkaops.k8s.status import EventNote
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
 
@@ -68,7 +69,7 @@ def _start_sharding(api: Any, state: OperatorState, operator_settings: OperatorS
 
     async def touch(plural: str, namespace: str, name: str) -> None:
         stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        await api.touch(plural, namespace, name, PICKED_UP, f"{identity} {stamp}")
+        await api.annotate(plural, namespace, name, {PICKED_UP: f"{identity} {stamp}"})
 
     reconciler = state.reconciler
     reconciler.owner, reconciler.toucher = sharder, touch
@@ -107,7 +108,8 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
         api = KubernetesApi()
         catalog = IndexCatalog()
         memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), catalog, Metrics(),
-                                                    status_writer=api.patch_status, event_poster=_post), catalog)
+                                                    status_writer=api.patch_status, event_poster=_post,
+                                                    annotator=api.annotate), catalog)
         if operator_settings.sharding == "leases":
             memo["kafkaops"].sharder = _start_sharding(api, memo["kafkaops"], operator_settings)
     state = _state(memo, kwargs)  # kopf passes its (still filling) indexes to startup handlers too

@@ -4,21 +4,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
-from kafkaops.resources.kinds import API_GROUP, API_VERSION, KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.kinds import (
+    API_GROUP,
+    API_VERSION,
+    KAFKA_ACL,
+    KAFKA_BROKER_CONFIG,
+    KAFKA_CLUSTER,
+    KAFKA_TOPIC,
+    PLURALS,
+)
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
 
 GROUP, VERSION = API_GROUP, API_VERSION
-PLURALS = {KAFKA_TOPIC: "kafkatopics", KAFKA_ACL: "kafkaacls", KAFKA_BROKER_CONFIG: "kafkabrokerconfigs"}
+CLUSTER_PLURAL = PLURALS[KAFKA_CLUSTER]
 
 PAUSED = "kafkaops.io/paused"
 MANAGED = "kafkaops.io/managed"
 CONFIRM_DELETIONS = "kafkaops.io/confirm-deletions"
 FINALIZER = "kafkaops.io/finalizer"
+# set by the resync on a resource being deleted whose deletion kopf dropped: the event runs it again
+NUDGE = "kafkaops.io/nudge"
 
-ClaimKey = tuple[str, str | None, str, str]  # (what, cluster namespace, cluster name, claimed name)
+
+
+class ClaimKey(NamedTuple):
+    """What a resource claims on its cluster (one resource manages each): a topic, a principal or
+    a broker's configs. A tuple, so kopf's indexes key by it."""
+
+    what: str  # "topic", "principal" or "broker"
+    cluster_namespace: str | None
+    cluster_name: str
+    name: str  # the topic name, the principal, the broker id or "default"
+
+    def __str__(self) -> str:
+        return f"{self.what} {self.name}"
 
 
 CLAIMED = "claimed"  # status field: this resource is the one managing its topic/principal/broker
@@ -68,12 +90,12 @@ def claim_key(body: Mapping[str, Any]) -> ClaimKey | None:
     metadata = body.get("metadata") or {}
     kind = body.get("kind")
     if kind == KAFKA_TOPIC:
-        return ("topic", *cluster, str(spec.get("topicName") or metadata.get("name")))
+        return ClaimKey("topic", *cluster, str(spec.get("topicName") or metadata.get("name")))
     if kind == KAFKA_ACL:
-        return ("principal", *cluster, str(spec.get("principal")))
+        return ClaimKey("principal", *cluster, str(spec.get("principal")))
     if kind == KAFKA_BROKER_CONFIG:
         broker = spec.get("brokerId")
-        return ("broker", *cluster, "default" if broker is None else str(broker))
+        return ClaimKey("broker", *cluster, "default" if broker is None else str(broker))
     return None
 
 

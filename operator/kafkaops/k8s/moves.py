@@ -8,9 +8,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from kafkaops.k8s.context import ActiveRun, ClusterContext
-from kafkaops.reconcile.engine import THROTTLE_OWNER
+from kafkaops.k8s.context import ClusterContext
 from kafkaops.reconcile.reassign import ReassignmentProgress
+from kafkaops.reconcile.reassign.manager import ActiveRun
 from kafkaops.resources.models import KafkaTopic
 
 THROTTLE_RECORD = "replicationThrottleRecord"  # status field: the throttle a running reassignment set
@@ -47,12 +47,8 @@ def seed_throttle(context: ClusterContext, model: KafkaTopic, body: Mapping[str,
     """A throttle record in status with no run in this process: an earlier operator died while
     moving. Into the store it goes, so the engine removes that throttle before anything else."""
     record = (body.get("status") or {}).get(THROTTLE_RECORD)
-    if not isinstance(record, Mapping) or model.topic_name in context.runs or context.engine is None:
-        return
-    owner = f"{THROTTLE_OWNER}/{model.topic_name}"
-    key = context.engine.state_key()
-    if owner not in context.store.load(key).owners:
-        context.store.update(key, {owner: {str(k): (None if v is None else str(v)) for k, v in record.items()}})
+    if isinstance(record, Mapping) and context.engine is not None and context.reassignments is not None:
+        context.reassignments.adopt_throttle(context.engine.state_key(), model.topic_name, record)
 
 
 def moving_message(progress: ReassignmentProgress, note: str | None = None) -> str:

@@ -27,17 +27,21 @@ from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.drift import Resync
 from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.context import (
+    AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
     CLUSTER_NOT_READY,
     CONNECTION_LOST,
-    ActiveRun,
     ClusterContext,
     ClusterKey,
     Clusters,
     Connection,
+    deletion_times,
+    recorded_deletions,
 )
+from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.kinds import (
     CLAIMED,
+    CLUSTER_PLURAL,
     PLURALS,
     Claim,
     claim_key,
@@ -68,10 +72,13 @@ from kafkaops.k8s.status import (
     unchanged,
 )
 from kafkaops.k8s.waiting import WaitingRoom
-from kafkaops.kafka.errors import KafkaConnectionError
+from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
+from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
+from kafkaops.resources.kinds import KAFKA_TOPIC
+from kafkaops.reconcile.reassign.manager import ActiveRun
 from kafkaops.resources.models import DeletionPolicy, KafkaAcl, KafkaCluster, KafkaTopic
 from kafkaops.resources.validation import check_custom_resource
 
@@ -98,7 +105,7 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
 EventPoster = Callable[[Mapping[str, Any], EventNote], None]
-CLUSTER_PLURAL = "kafkaclusters"
+Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plural, namespace, name, annotations
 
 
 @dataclass
@@ -109,12 +116,13 @@ class Reconciler(Resync, Handover):
     now: Callable[[], str] = utc_now
     status_writer: StatusWriter | None = None  # writes outside a handler: waiting room, outages, throttle record
     event_poster: EventPoster | None = None
+    annotator: Annotator | None = None  # the resync's nudge of a deletion kopf dropped (drift.py)
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     owner: Ownership = field(default_factory=OwnsEverything)  # sharded mode: the Sharder (handover.py)
     toucher: Toucher | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
-    _lagging: dict[str, int] = field(default_factory=dict, repr=False)  # drift.py's safety net
+    _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -161,8 +169,12 @@ class Reconciler(Resync, Handover):
             return context, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name}: {problem.reason}: {problem.message}")
         return context, None
 
-    def _connection_lost(self, body: Mapping[str, Any], context: ClusterContext, exc: BaseException) -> Result:
-        self.clusters.mark_down(context, exc)
+    def _connection_lost(self, body: Mapping[str, Any], context: ClusterContext, exc: BaseException,
+                         reason: str | None = None) -> Result:
+        if reason is None:
+            self.clusters.mark_down(context, exc)
+        else:
+            self.clusters.mark_down(context, exc, reason)
         return self._wait(body, context.key, CLUSTER_NOT_READY, f"KafkaCluster {context.key[0]}/{context.key[1]}: {exc}")
 
     async def _gate(self, body: Mapping[str, Any], claims: Iterable[Claim]) -> tuple[Any, ClusterContext | None, Result | None]:
@@ -194,7 +206,7 @@ class Reconciler(Resync, Handover):
             what = claim_key(body)
             return model, context, self._result(body, Verdict(
                 Phase.STALLED, RESOURCE_CONFLICT,
-                f"{what[0] if what else 'it'} {what[3] if what else ''!s} is already managed by "
+                f"{what if what else 'it '} is already managed by "
                 f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
 
@@ -261,7 +273,7 @@ class Reconciler(Resync, Handover):
         extra: dict[str, Any] = {}
         if isinstance(model, KafkaTopic):
             seed_throttle(context, model, body)
-            active = context.runs.get(model.topic_name)
+            active = context.reassignments.active(model.topic_name) if context.reassignments else None
             if active is not None:
                 following = await self._follow_run(body, context, model, active)
                 if following is not None:
@@ -273,37 +285,56 @@ class Reconciler(Resync, Handover):
             report = await engine.reconcile(DesiredState.of([model], context.model), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
+        except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
+            return self._connection_lost(body, context, exc, AUTHENTICATION_FAILED)
         if context.engine is not engine:
             return self._wait(body, context.key, CLUSTER_NOT_READY,
                               f"KafkaCluster {context.key[0]}/{context.key[1]}: its connection was closed")
         outcome = next(o for o in report.outcomes if o.source == model.source)
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
-            return self._connection_lost(body, context, ConnectionError(outcome.problem.message))
+            return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         if outcome.ok and report.deferred.get(model.source):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
             try:
-                info = await engine.batcher.describe_topic(model.topic_name)
-            except KafkaConnectionError as exc:
+                fields = await self._topic_fields(context, model, outcome, fields)
+            except KafkaConnectionError as exc:  # closed meanwhile (handed over): a wait
                 return self._connection_lost(body, context, exc)
-            if info.value is not None:
-                fields.update(topicId=str(info.value.topic_id) if info.value.topic_id else None,
-                              partitions=len(info.value.partitions), replicationFactor=info.value.replication_factor)
-                fields = {k: v for k, v in fields.items() if v is not None or k == THROTTLE_RECORD}
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
         self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
+    @staticmethod
+    async def _topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
+                            fields: dict[str, Any]) -> dict[str, Any]:
+        """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
+        when this run created it (v7+ answers carry the id), else read through Metadata."""
+        assert context.engine is not None
+        created = outcome.created
+        if created is not None and created.topic_id is not None and created.partitions > 0 \
+                and created.replication_factor > 0:
+            found = {"topicId": str(created.topic_id), "partitions": created.partitions,
+                     "replicationFactor": created.replication_factor}
+        else:
+            info = await context.engine.batcher.describe_topic(model.topic_name)
+            if info.value is None:
+                return fields
+            found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
+                     "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
+        return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
+
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
     async def _start_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                          steps: tuple[ChangeReplicas, ...]) -> Result:
-        assert context.engine is not None
-        plans, problems = await context.engine.plan_replica_changes([(model.source, step) for step in steps])
+        assert context.engine is not None and context.reassignments is not None
+        plans, problems = await context.reassignments.plan([(model.source, step) for step in steps])
         if (problem := problems.get(model.source)) is not None:
+            if problem.reason in CONNECTION_LOST:  # e.g. a rotated password: wait for the cluster, not Stalled
+                return self._connection_lost(body, context, ConnectionError(problem.message), problem.reason)
             return self._result(body, Verdict(Phase.RECONCILING if problem.retriable else Phase.STALLED,
                                               problem.reason, problem.message))
         plan = plans.get(model.source)
@@ -313,22 +344,21 @@ class Reconciler(Resync, Handover):
 
         async def persist(record: Any) -> None:  # written ahead of any throttle config
             if self.status_writer is not None:
-                await self.status_writer(PLURALS["KafkaTopic"], metadata.get("namespace"), metadata.get("name"),
+                await self.status_writer(PLURALS[KAFKA_TOPIC], metadata.get("namespace"), metadata.get("name"),
                                          {THROTTLE_RECORD: None if record is None else record.to_entry()})
 
-        run = context.engine.start_reassignment(context.engine.state_key(), plan,
-                                                context.model.spec.replication_throttle, persist=persist)
-        context.runs[model.topic_name] = ActiveRun(run, plan.targets())
+        run = context.reassignments.start(context.engine.state_key(), plan, context.model.spec.replication_throttle,
+                                          persist=persist, follow=model.topic_name)
         return self._moving(body, run.progress, f"reassignment of {len(plan)} partition(s) started")
 
     async def _follow_run(self, body: Mapping[str, Any], context: ClusterContext, model: KafkaTopic,
                           active: ActiveRun) -> Result | None:
         """A run in progress: report it, or revert it when the spec no longer asks for it. A finished
         run is dropped; None means: carry on with a normal reconcile."""
-        assert context.engine is not None
+        assert context.reassignments is not None
         progress = active.run.progress
         if progress.finished:
-            context.runs.pop(model.topic_name, None)
+            context.reassignments.forget(model.topic_name)
             problem = progress.problem_for(model.topic_name)
             if problem is not None and not (progress.cancelled and not progress.external and not progress.failed):
                 # failed, or partitions moved by someone else: reported, never fought (retried later)
@@ -337,7 +367,7 @@ class Reconciler(Resync, Handover):
                                     {"reassignment": reassignment_status(progress)})
             return None
         if not still_wanted(model, active):
-            active.run.revert()
+            context.reassignments.revert(model.topic_name)
             return self._moving(body, progress, "the spec changed: cancelling the partitions still moving")
         return self._moving(body, progress)
 
@@ -385,24 +415,33 @@ class Reconciler(Resync, Handover):
                 # kopf calls again soon; each call waits up to cluster_wait for the cluster to connect
                 return replace(self._result(body, verdict), retry_after=1.0)
             assert context is not None and context.engine is not None and context.gate is not None
-            if isinstance(model, KafkaTopic) and not context.gate.admit(mine.uid):
-                message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on KafkaCluster "
-                           f"{context.model.name}: paused until a person annotates the KafkaCluster with "
-                           "kafkaops.io/confirm-deletions=true")
-                return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+            if isinstance(model, KafkaTopic):
+                context.gate.merge(recorded_deletions(cluster_body))
+                if not context.gate.admit(mine.uid):
+                    message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on "
+                               f"KafkaCluster {context.model.name}: paused until a person annotates the KafkaCluster "
+                               "with kafkaops.io/confirm-deletions=true")
+                    return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
+                if not await self._record_deletions(context):
+                    return replace(self._result(body, Verdict(
+                        Phase.RECONCILING, "DeletionNotRecorded", "the KafkaCluster's status did not take the deletion "
+                        "record (the cap must hold across restarts): retrying")), retry_after=2.0)
             try:
                 engine = context.engine
                 planned = await engine.plan_removal(model)
                 report = await engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
+            except AuthenticationFailed as exc:
+                return replace(self._connection_lost(body, context, exc, AUTHENTICATION_FAILED), waits_for=None,
+                               retry_after=1.0)
         outcome = report.outcomes[0]
         if outcome.ok:
             self._locks.pop(uid, None)
             self._models.pop(uid, None)
             return Result(release=True, event=EventNote("Normal", "Deleted", f"{model.kind} deleted in Kafka"))
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
-            self.clusters.mark_down(context, ConnectionError(outcome.problem.message))
+            self.clusters.mark_down(context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         verdict = Verdict.of(outcome)
         return self._result(body, verdict if verdict.phase is Phase.RECONCILING else
                             Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
@@ -448,13 +487,25 @@ class Reconciler(Resync, Handover):
         the waiting resources run when it connects; Ready ones are told once when it goes down."""
         if not self.owner.owns(context.key):
             return
-        body = self.catalog.cluster(context.key)
-        if body is not None and self.status_writer is not None:
-            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
+        await self._report(context)
         if context.state is Connection.READY:
             await self.run_waiting(context.key)
         elif context.state is Connection.DOWN:
             await self._mark_waiting(context)
+
+    async def _report(self, context: ClusterContext) -> None:
+        """The KafkaCluster's status for its connection's state; refused after its retries, it is
+        written again later (not never: the state it reports may not change again for hours)."""
+        body = self.catalog.cluster(context.key)
+        if body is None or self.status_writer is None or self.clusters.get(context.key) is not context:
+            return
+        try:
+            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
+        except Exception as exc:  # noqa: BLE001 - logged; retried below
+            context.reported = None
+            log.warning("KafkaCluster %s/%s: writing its status failed (%s: %s); trying again in %gs",
+                        *context.key, type(exc).__name__, exc, self.retry_delay)
+            self._later(self.retry_delay, lambda: self._report(context))
 
     async def _mark_waiting(self, context: ClusterContext) -> None:
         """An outage: every settled resource of the cluster goes Reconciling (ClusterNotReady) once,
@@ -530,8 +581,25 @@ class Reconciler(Resync, Handover):
                        "annotate kafkaops.io/managed=false to let it go now (they are then released without "
                        "touching Kafka)")
             return replace(self._result(body, Verdict(Phase.RECONCILING, "ResourcesRemain", message)), retry_after=2.0)
+        checked = check_custom_resource(body)
+        names = secret_names(checked.resource) if isinstance(checked.resource, KafkaCluster) else set()
         await self.clusters.close(key)
+        await self.clusters.release_secrets(key[0], names)  # the namespace's deletion may now finish
         return Result(release=True)
+
+    async def _record_deletions(self, context: ClusterContext) -> bool:
+        """Write the deletions admitted within the window to the KafkaCluster's status, before the
+        deletion is sent: a restarted or another replica merges them (the cap holds across processes)."""
+        if self.status_writer is None or context.gate is None:
+            return True
+        try:
+            await self.status_writer(CLUSTER_PLURAL, context.key[0], context.key[1],
+                                     {"recentTopicDeletions": deletion_times(context.gate.recent())})
+        except Exception:  # noqa: BLE001 - the API refused after retries: no deletion without a record
+            log.warning("KafkaCluster %s/%s: recording a topic deletion failed; the deletion waits", *context.key,
+                        exc_info=True)
+            return False
+        return True
 
     def confirm_deletions(self, body: Mapping[str, Any]) -> bool:
         metadata = body.get("metadata") or {}

@@ -20,6 +20,10 @@ from kafkaops.kafka.security import Secret
 from kafkaops.resources.models import KafkaCluster, SaslMechanism
 
 CREDENTIALS_INVALID = "CredentialsInvalid"
+# on each Secret a KafkaCluster connects with, while it does: deleting the namespace (or the Secret)
+# then leaves it readable until the cluster's topics are deleted under their policy and the cluster
+# itself is gone (like kubernetes.io/pvc-protection)
+SECRET_FINALIZER = "kafkaops.io/credentials-in-use"
 
 
 class SecretNotFound(LookupError):
@@ -56,6 +60,29 @@ class TlsFiles:
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class SecretGuard(Protocol):
+    async def protect_secret(self, namespace: str, name: str) -> bool:
+        """Put SECRET_FINALIZER on the Secret (False: it does not exist)."""
+        ...
+
+    async def release_secret(self, namespace: str, name: str) -> bool:
+        """Take SECRET_FINALIZER off the Secret (False: it does not exist)."""
+        ...
+
+
+def secret_names(cluster: KafkaCluster) -> set[str]:
+    """The Secrets a KafkaCluster's connection reads (TLS CA, client certificate, SASL credentials)."""
+    spec, names = cluster.spec, set()
+    if spec.tls is not None and spec.tls.enabled:
+        if spec.tls.ca_secret_ref is not None:
+            names.add(spec.tls.ca_secret_ref.name)
+        if spec.tls.client_cert_secret_ref is not None:
+            names.add(spec.tls.client_cert_secret_ref.name)
+    if spec.sasl is not None and spec.sasl.credentials_secret_ref is not None:
+        names.add(spec.sasl.credentials_secret_ref.name)
+    return names
 
 
 async def _key(reader: SecretReader, namespace: str, name: str, key: str, what: str) -> bytes:

@@ -41,12 +41,22 @@ from .models import (
     NewTopic,
     PartitionInfo,
     PatternType,
+    QuotaAlteration,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaFilterComponent,
+    QuotaMatch,
     Reassignment,
     ResourceType,
     Results,
+    ScramCredentialInfo,
+    ScramDeletion,
+    ScramMechanism,
+    ScramUpsertion,
     TopicInfo,
     TopicPartition,
 )
+from .scram import scram_upsertion
 from .security import SecuritySettings
 from .settings import ClientSettings
 

@@ -23,6 +23,7 @@ already reached).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,6 +65,7 @@ from .models import (
     TopicInfo,
     TopicPartition,
 )
+from .principal_calls import PrincipalCalls
 from .security import SecuritySettings
 from .settings import ClientSettings
 from .sizing import config_records, dedupe, partition_records, split_by_records, topic_records
@@ -71,8 +73,10 @@ from .sizing import config_records, dedupe, partition_records, split_by_records,
 log = logging.getLogger(__name__)
 
 
-class AdminClient:
-    """Asyncio admin client for Kafka. Use ``AdminClient.connect(...)``."""
+class AdminClient(PrincipalCalls):
+    """Asyncio admin client for Kafka. Use ``AdminClient.connect(...)``.
+
+    Users and quotas (SCRAM credentials, client quotas) are in ``principal_calls.py``."""
 
     def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings
@@ -84,6 +88,12 @@ class AdminClient:
     def __repr__(self) -> str:
         hosts = ",".join(f"{h}:{p}" for h, p in self.settings.bootstrap)
         return f"AdminClient(bootstrap={hosts!r}, protocol={self.settings.security.protocol})"
+
+    def use_security(self, security: SecuritySettings) -> None:
+        """Credentials for connections opened from now on (a rotated password). Open connections
+        stay as they are: they authenticated already."""
+        self.settings = dataclasses.replace(self.settings, security=security)
+        self._pool.use_settings(self.settings)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -485,7 +495,7 @@ class AdminClient:
             Api.ALTER_PARTITION_REASSIGNMENTS,
             Route.CONTROLLER,
             lambda p: m.encode_alter_reassignments(p, timeout),
-            lambda r, _p: m.decode_alter_reassignments(r),
+            lambda r, p: m.decode_alter_reassignments(r, p),
             write=True,
         )
         results, _ = await self._execute(call, ((tp, None if r is None else tuple(r)) for tp, r in targets.items()))
@@ -513,7 +523,8 @@ class AdminClient:
                 Api.ELECT_LEADERS,
                 Route.CONTROLLER,
                 lambda _p: m.encode_elect_leaders(None, timeout),
-                lambda r, _p: {m.WHOLE: ItemResult(m.decode_elect_leaders(r))},
+                lambda r, _p: {m.WHOLE: ItemResult(None, top) if (top := m.elect_leaders_error(r))
+                               else ItemResult(m.decode_elect_leaders(r))},
                 write=True,
             )
             results, _ = await self._execute(call_all, [(m.WHOLE, None)])
@@ -522,7 +533,7 @@ class AdminClient:
             Api.ELECT_LEADERS,
             Route.CONTROLLER,
             lambda p: m.encode_elect_leaders(list(p), timeout),
-            lambda r, _p: m.decode_elect_leaders(r),
+            lambda r, p: m.decode_elect_leaders(r, p),
             write=True,
         )
         results, _ = await self._execute(call, ((tp, None) for tp in partitions))

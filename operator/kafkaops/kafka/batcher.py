@@ -14,6 +14,11 @@ is sent at the end of that pass, and many items of one caller need no
 coroutine each (`submit_many`, behind `describe_topics`/`describe_configs_of`).
 Each caller awaits only its own ``ItemResult``.
 
+Users and quotas batch the same way: SCRAM alterations keyed (user, mechanism) and quota
+alterations keyed by entity share one AlterUserScramCredentials / AlterClientQuotas request per
+window; `describe_all_scram_credentials` and `describe_all_client_quotas` give every caller of a
+window the answer of one bulk read.
+
 Two rules borrowed from Strimzi's BatchingLoop:
 - a key (a topic, a config resource, an ACL binding) is never in two
   in-flight requests at once: an item whose key is in flight waits for the
@@ -41,7 +46,12 @@ from .models import (
     ItemResult,
     NewPartitions,
     NewTopic,
+    QuotaAlteration,
+    QuotaEntity,
     Reassignment,
+    ScramAlteration,
+    ScramCredentialInfo,
+    ScramMechanism,
     TopicInfo,
     TopicPartition,
 )
@@ -375,7 +385,9 @@ class Batcher:
 
     async def list_reassignments(self) -> ItemResult[dict[TopicPartition, Reassignment]]:
         """Every partition being reassigned (ListPartitionReassignments); shared like describe_all_acls.
-        Raises UnsupportedFeature on clusters without the API."""
+        Raises UnsupportedFeature on clusters without the API. A read for observe (what is moving,
+        for the plan); starting, following and cancelling moves is the ReassignmentManager's
+        (reconcile/reassign/), which asks the AdminClient directly."""
 
         async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[dict[TopicPartition, Reassignment]]]:
             try:
@@ -385,3 +397,66 @@ class Batcher:
             return {key: ItemResult(found) for key, _ in items}
 
         return await self._lane("ListPartitionReassignments", send).submit("*", None)
+
+    # --- users and quotas ------------------------------------------------------------------------
+
+    async def alter_scram_credential(self, alteration: ScramAlteration) -> ItemResult[None]:
+        """Upsert (build it with `scram_upsertion`) or delete one user's credential for one
+        mechanism; a window's alterations share one AlterUserScramCredentials request."""
+        return await self._alter_scram_lane().submit(alteration.key, alteration)
+
+    async def alter_scram_credentials_each(
+        self, alterations: Iterable[ScramAlteration], *, on_answer: Callable[[int], None] | None = None
+    ) -> list[ItemResult[None] | Exception]:
+        """`alter_scram_credential` of each alteration (in order), submitted at once."""
+        return await self._alter_scram_lane().submit_each(((a.key, a) for a in alterations), on_answer)
+
+    def _alter_scram_lane(self) -> _Lane[tuple[str, ScramMechanism], ScramAlteration, None]:
+        async def send(items: list[tuple[tuple[str, ScramMechanism], ScramAlteration]]) -> Mapping[tuple[str, ScramMechanism], ItemResult[None]]:
+            return await self.admin.alter_user_scram_credentials([a for _, a in items])
+
+        return self._lane("AlterUserScramCredentials", send)
+
+    async def alter_client_quota(self, alteration: QuotaAlteration, *, validate_only: bool = False) -> ItemResult[None]:
+        """Set/remove one entity's quota keys; a window's entities share one AlterClientQuotas."""
+        return await self._alter_quotas_lane(validate_only).submit(alteration.entity, alteration)
+
+    async def alter_client_quotas_each(
+        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False,
+        on_answer: Callable[[int], None] | None = None,
+    ) -> list[ItemResult[None] | Exception]:
+        """`alter_client_quota` of each alteration (in order), submitted at once."""
+        return await self._alter_quotas_lane(validate_only).submit_each(((a.entity, a) for a in alterations), on_answer)
+
+    def _alter_quotas_lane(self, validate_only: bool) -> _Lane[QuotaEntity, QuotaAlteration, None]:
+        async def send(items: list[tuple[QuotaEntity, QuotaAlteration]]) -> Mapping[QuotaEntity, ItemResult[None]]:
+            return await self.admin.alter_client_quotas([a for _, a in items], validate_only=validate_only)
+
+        return self._lane(f"AlterClientQuotas(validate_only={validate_only})", send)
+
+    async def describe_all_scram_credentials(self) -> ItemResult[dict[str, tuple[ScramCredentialInfo, ...]]]:
+        """Every user's credentials (mechanism + iterations) by one DescribeUserScramCredentials;
+        the callers of a window share it. Raises UnsupportedFeature on clusters without the API."""
+
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[dict[str, tuple[ScramCredentialInfo, ...]]]]:
+            try:
+                found = await self.admin.describe_user_scram_credentials()
+            except KafkaRequestError as exc:
+                return {key: ItemResult(None, exc.error) for key, _ in items}
+            users = {user: result.value or () for user, result in found.items()}
+            return {key: ItemResult(users) for key, _ in items}
+
+        return await self._lane("DescribeUserScramCredentials", send).submit("*", None)
+
+    async def describe_all_client_quotas(self) -> ItemResult[dict[QuotaEntity, dict[str, float]]]:
+        """Every quota entity with its values by one DescribeClientQuotas; shared like
+        `describe_all_scram_credentials`."""
+
+        async def send(items: list[tuple[str, None]]) -> Mapping[str, ItemResult[dict[QuotaEntity, dict[str, float]]]]:
+            try:
+                found = await self.admin.describe_client_quotas()
+            except KafkaRequestError as exc:
+                return {key: ItemResult(None, exc.error) for key, _ in items}
+            return {key: ItemResult(found) for key, _ in items}
+
+        return await self._lane("DescribeClientQuotas", send).submit("*", None)

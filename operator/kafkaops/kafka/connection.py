@@ -276,6 +276,10 @@ class BrokerPool:
         self._locks: dict[object, asyncio.Lock] = {}
         self._closed = False
 
+    def use_settings(self, settings: ClientSettings) -> None:
+        """Settings (credentials) for the connections opened from now on."""
+        self._settings = settings
+
     def update_brokers(self, addresses: Mapping[int, tuple[str, int]]) -> None:
         """Learn broker addresses from metadata; drop connections whose address changed."""
         for node_id, address in addresses.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import KafkaError
@@ -390,9 +390,11 @@ def encode_alter_reassignments(targets: Mapping[TopicPartition, tuple[int, ...] 
     return {"timeout": _ms(timeout_ms), "topics": [{"name": n, "partitions": p} for n, p in topics.items()]}
 
 
-def decode_alter_reassignments(response: Any) -> dict[TopicPartition, ItemResult[None]]:
+def decode_alter_reassignments(response: Any, requested: Iterable[TopicPartition] = ()) -> dict[TopicPartition, ItemResult[None]]:
+    """Per-partition results; a top-level error (NOT_CONTROLLER: Kafka then lists no partition)
+    is every requested partition's, so that it is retried like any other item error."""
     top = _error(response.error_code, response.error_message)
-    out: dict[TopicPartition, ItemResult[None]] = {}
+    out: dict[TopicPartition, ItemResult[None]] = {tp: ItemResult(None, top) for tp in requested} if top else {}
     for t in response.responses:
         for p in t.partitions:
             tp = TopicPartition(t.name, int(p.partition_index))
@@ -431,9 +433,14 @@ def encode_elect_leaders(partitions: Sequence[TopicPartition] | None, timeout_ms
     }
 
 
-def decode_elect_leaders(response: Any) -> dict[TopicPartition, ItemResult[None]]:
-    top = _error(getattr(response, "error_code", 0))
-    out: dict[TopicPartition, ItemResult[None]] = {}
+def elect_leaders_error(response: Any) -> KafkaError | None:
+    """The top-level error of an ElectLeaders answer (NOT_CONTROLLER...), if any."""
+    return _error(getattr(response, "error_code", 0))
+
+
+def decode_elect_leaders(response: Any, requested: Iterable[TopicPartition] = ()) -> dict[TopicPartition, ItemResult[None]]:
+    top = elect_leaders_error(response)
+    out: dict[TopicPartition, ItemResult[None]] = {tp: ItemResult(None, top) for tp in requested} if top else {}
     for t in response.replica_election_results:
         for p in t.partition_result:
             tp = TopicPartition(t.topic, int(p.partition_id))

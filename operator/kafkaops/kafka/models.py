@@ -361,3 +361,15 @@ class Results(Mapping[K, ItemResult[V]]):
     @property
     def all_ok(self) -> bool:
         return all(r.error is None for r in self._items.values())
+
+
+# --- users and quotas (their own modules; importable from here like every other value) --------
+
+from .quotas import (  # noqa: E402
+    QuotaAlteration,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaFilterComponent,
+    QuotaMatch,
+)
+from .scram import ScramAlteration, ScramCredentialInfo, ScramDeletion, ScramMechanism, ScramUpsertion  # noqa: E402

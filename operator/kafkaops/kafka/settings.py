@@ -57,10 +57,8 @@ class ClientSettings:
     linger: float = 0.05
     linger_max: float = 0.5  # a window stays open while items keep coming, up to this long
     batch_max_records: int = 10_000
-    # The reconcile engine's completion polling (batched Metadata/DescribeConfigs rounds).
-    wait_timeout: float = 120.0
-    wait_poll_min: float = 0.05
-    wait_poll_max: float = 2.0
+    # (The reconcile engine's completion polling, wait_timeout / wait_poll_min / wait_poll_max, is
+    # kafkaops.reconcile.settings.EngineSettings: only the engine uses it.)
 
     def __post_init__(self) -> None:
         if not self.bootstrap:

@@ -3,7 +3,7 @@
 See README.md beside this file for the design and the safety rules.
 """
 
-from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem, ResourcePlan
+from kafkaops.reconcile.actions import Action, FieldChange, Plan, Problem, ResourcePlan, StepResult, StepState
 from kafkaops.reconcile.desired import ClusterGroups, DesiredState, group_by_cluster
 from kafkaops.reconcile.engine import Engine, Planned, RunOptions
 from kafkaops.reconcile.observe import ObserveScope, observe
@@ -15,6 +15,7 @@ from kafkaops.reconcile.plan import PlanOptions, plan
 __all__ = [
     "Action", "ClusterGroups", "DesiredState", "Engine", "FieldChange", "FileOwnershipStore", "NoOwnershipStore",
     "ObserveScope", "ObservedConfig", "ObservedState", "ObservedTopic", "Outcome", "Ownership", "OwnershipStore",
-    "Plan", "Planned", "Problem", "Report", "ResourcePlan", "RunOptions", "State", "group_by_cluster", "observe",
+    "Plan", "Planned", "Problem", "Report", "ResourcePlan", "RunOptions", "State", "StepResult", "StepState",
+    "group_by_cluster", "observe",
     "plan",
 ]

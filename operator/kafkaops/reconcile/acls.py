@@ -7,6 +7,9 @@ in the manifest vocabulary and converts at the edge, both ways.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
+
 from kafkaops import kafka
 from kafkaops.resources import acl as manifest
 
@@ -53,3 +56,18 @@ def from_wire(binding: kafka.AclBinding) -> manifest.AclBinding | None:
 def exact_filter(binding: manifest.AclBinding) -> kafka.AclBindingFilter:
     """A DeleteAcls filter matching exactly this binding and nothing else."""
     return kafka.AclBindingFilter.exact(to_wire(binding))
+
+
+def split_acls(bindings: Iterable[kafka.AclBinding]) -> tuple[dict[str, frozenset[manifest.AclBinding]], tuple[kafka.AclBinding, ...]]:
+    """Wire bindings -> (manifest bindings by principal, the bindings manifests cannot express).
+
+    The planner cannot act on the second kind; the snapshot counts them and the export names them."""
+    by_principal: dict[str, set[manifest.AclBinding]] = defaultdict(set)
+    unmapped: list[kafka.AclBinding] = []
+    for wire in bindings:
+        binding = from_wire(wire)
+        if binding is None:
+            unmapped.append(wire)
+        else:
+            by_principal[binding.principal].add(binding)
+    return {p: frozenset(b) for p, b in by_principal.items()}, tuple(unmapped)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TypeAlias
 
-from kafkaops.kafka import AlterConfigOp, ConfigResource, NewPartitions, NewTopic
+from kafkaops.kafka import AlterConfigOp, ConfigResource, CreatedTopic, KafkaError, NewPartitions, NewTopic
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaOpsError, KafkaRequestError, UnsupportedFeature
 from kafkaops.resources.acl import AclBinding
 from kafkaops.resources.documents import Source
@@ -129,6 +129,48 @@ def problem_from_exception(exc: KafkaOpsError, what: str) -> Problem:
     if isinstance(exc, AuthenticationFailed):
         return Problem("AuthenticationFailed", f"{what}: {exc}")
     return Problem(type(exc).__name__, f"{what}: {exc}", retriable=True)
+
+
+class StepState(StrEnum):
+    """How one step ended."""
+
+    OK = "ok"  # Kafka accepted it (or, validate-only, would have)
+    DEFERRED = "deferred"  # a replica change: the engine runs one reassignment per cluster after the rest
+    SKIPPED = "skipped"  # not sent, for a reason that is not a failure (no validate-only mode for this API)
+    FAILED = "failed"  # refused by Kafka, or the client could not send it: `problem` says why
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What running one step did: the typed end of the admin client's ItemResult, carried to the
+    Outcome (and from there to the operator's status).
+
+    `value` is the data the step's answer holds (CreateTopics: the CreatedTopic, with the topic id,
+    partitions and replication factor the broker reported); `error` the Kafka error a failed item
+    answered (None when the client itself failed: unreachable, unsupported, timed out)."""
+
+    step: Step
+    state: StepState
+    value: CreatedTopic | None = None
+    problem: Problem | None = None
+    error: KafkaError | None = None
+    note: str | None = None  # SKIPPED: why
+
+    @classmethod
+    def ok(cls, step: Step, value: CreatedTopic | None = None) -> StepResult:
+        return cls(step, StepState.OK, value)
+
+    @classmethod
+    def deferred(cls, step: Step) -> StepResult:
+        return cls(step, StepState.DEFERRED)
+
+    @classmethod
+    def skipped(cls, step: Step, why: str) -> StepResult:
+        return cls(step, StepState.SKIPPED, note=why)
+
+    @classmethod
+    def failed(cls, step: Step, problem: Problem, error: KafkaError | None = None) -> StepResult:
+        return cls(step, StepState.FAILED, problem=problem, error=error)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkaops.kafka import Batcher, ItemResult, KafkaError
+from kafkaops.kafka import Batcher, CreatedTopic, ItemResult, KafkaError
 from kafkaops.kafka.errors import KafkaOpsError
 from kafkaops.reconcile.acls import exact_filter, to_wire
 from kafkaops.reconcile.actions import (
@@ -28,23 +28,38 @@ from kafkaops.reconcile.actions import (
     Problem,
     ResourcePlan,
     Step,
+    StepResult,
+    StepState,
     problem_from_exception,
 )
 
-DEFERRED = "deferred"  # run_step's answer for a step the engine runs after the others (ChangeReplicas)
 INTERRUPTED = "Interrupted"  # the run was stopped (Ctrl-C, SIGTERM) before this step was sent
 Progress = Callable[[ResourcePlan], None]
 
 
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """What applying one resource's plan did: the steps that succeeded, and the problem that stopped it."""
+    """What applying one resource's plan did: each step's result, in order, and the problem that
+    stopped it (a failed step's, the plan's own, or an interruption before the next step)."""
 
     plan: ResourcePlan
-    done: tuple[Step, ...] = ()
+    results: tuple[StepResult, ...] = ()
     problem: Problem | None = None
-    notes: tuple[str, ...] = ()
-    deferred: tuple[ChangeReplicas, ...] = ()  # replica changes: one reassignment run per cluster, after the rest
+
+    @property
+    def done(self) -> tuple[Step, ...]:
+        """The steps Kafka accepted."""
+        return tuple(r.step for r in self.results if r.state is StepState.OK)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(f"{describe_step(r.step)}: {r.note}" for r in self.results if r.state is StepState.SKIPPED)
+
+    @property
+    def deferred(self) -> tuple[ChangeReplicas, ...]:
+        """Replica changes: one reassignment run per cluster, after the rest."""
+        return tuple(r.step for r in self.results
+                     if r.state is StepState.DEFERRED and isinstance(r.step, ChangeReplicas))
 
 
 def describe_step(step: Step) -> str:
@@ -72,37 +87,54 @@ def _problem(step: Step, error: KafkaError) -> Problem:
     return Problem(error.name, f"{describe_step(step)} failed with {error.name}{detail}", error.retriable)
 
 
-def _first_error(results: list[ItemResult]) -> KafkaError | None:
-    return next((r.error for r in results if r.error is not None), None)
+def step_result(step: Step, result: ItemResult[Any] | Exception) -> StepResult:
+    """The StepResult of one admin item's answer (or of the client's failure to get one)."""
+    if isinstance(result, KafkaOpsError):
+        return StepResult.failed(step, problem_from_exception(result, describe_step(step)))
+    if isinstance(result, Exception):
+        raise result
+    if result.error is not None:
+        return StepResult.failed(step, _problem(step, result.error), result.error)
+    return StepResult.ok(step, result.value if isinstance(result.value, CreatedTopic) else None)
 
 
-async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> KafkaError | Problem | str | None:
-    """None on success; a KafkaError or Problem on failure; a str when the step was skipped (why), or
-    DEFERRED for a replica change, which the engine runs as one reassignment for the whole cluster."""
+def _all_of(step: Step, results: list[ItemResult[Any]]) -> StepResult:
+    """One step made of several items (ACL bindings): failed with the first error, else ok."""
+    return step_result(step, next((r for r in results if r.error is not None), ItemResult()))
+
+
+async def run_step(batcher: Batcher, step: Step, validate_only: bool) -> StepResult:
+    """Send one step; a replica change is DEFERRED (the engine runs one reassignment for the whole
+    cluster), a step with no validate-only mode is SKIPPED when validating.
+    Raises KafkaOpsError when the client cannot send it (unreachable, unsupported, timed out)."""
     match step:
         case CreateTopic(topic):
-            return (await batcher.create_topic(topic, validate_only=validate_only)).error
+            return step_result(step, await batcher.create_topic(topic, validate_only=validate_only))
         case CreatePartitions(request):
-            return (await batcher.create_partitions(request, validate_only=validate_only)).error
+            return step_result(step, await batcher.create_partitions(request, validate_only=validate_only))
         case AlterConfigs(resource, ops):
-            return (await batcher.alter_configs(resource, ops, validate_only=validate_only)).error
+            return step_result(step, await batcher.alter_configs(resource, ops, validate_only=validate_only))
         case DeleteAcls(bindings):
             if validate_only:
-                return "not validated: DeleteAcls has no validate-only mode"
-            return _first_error(await asyncio.gather(*(batcher.delete_acls(exact_filter(b)) for b in bindings)))
+                return StepResult.skipped(step, "not validated: DeleteAcls has no validate-only mode")
+            return _all_of(step, await asyncio.gather(*(batcher.delete_acls(exact_filter(b)) for b in bindings)))
         case CreateAcls(bindings):
             if validate_only:
-                return "not validated: CreateAcls has no validate-only mode"
-            return _first_error(await asyncio.gather(*(batcher.create_acl(to_wire(b)) for b in bindings)))
+                return StepResult.skipped(step, "not validated: CreateAcls has no validate-only mode")
+            return _all_of(step, await asyncio.gather(*(batcher.create_acl(to_wire(b)) for b in bindings)))
         case DeleteTopic(name):
             if validate_only:
-                return "not validated: DeleteTopics has no validate-only mode"
-            return (await batcher.delete_topic(name)).error
+                return StepResult.skipped(step, "not validated: DeleteTopics has no validate-only mode")
+            return step_result(step, await batcher.delete_topic(name))
         case ChangeReplicas():
             if validate_only:
-                return "not validated: partition reassignment has no validate-only mode"
-            return DEFERRED
+                return StepResult.skipped(step, "not validated: partition reassignment has no validate-only mode")
+            return StepResult.deferred(step)
     raise TypeError(step)
+
+
+def _interrupted(step: Step) -> Problem:
+    return Problem(INTERRUPTED, f"not applied: interrupted before {describe_step(step)}", True)
 
 
 async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bool = False,
@@ -110,29 +142,18 @@ async def apply_resource(batcher: Batcher, plan: ResourcePlan, validate_only: bo
     """Run `plan`'s steps in order; once `stop` is set no further step is sent (those in flight answer)."""
     if plan.problem is not None:
         return Applied(plan, problem=plan.problem)
-    done: list[Step] = []
-    notes: list[str] = []
-    deferred: list[ChangeReplicas] = []
+    results: list[StepResult] = []
     for step in plan.steps:
         if stop is not None and stop.is_set():
-            return Applied(plan, tuple(done), Problem(INTERRUPTED, f"not applied: interrupted before "
-                                                                   f"{describe_step(step)}", True), tuple(notes))
+            return Applied(plan, tuple(results), _interrupted(step))
         try:
-            outcome = await run_step(batcher, step, validate_only)
+            result = await run_step(batcher, step, validate_only)
         except KafkaOpsError as exc:
-            return Applied(plan, tuple(done), problem_from_exception(exc, describe_step(step)), tuple(notes))
-        if isinstance(outcome, KafkaError):
-            return Applied(plan, tuple(done), _problem(step, outcome), tuple(notes))
-        if isinstance(outcome, Problem):
-            return Applied(plan, tuple(done), outcome, tuple(notes))
-        if outcome == DEFERRED and isinstance(step, ChangeReplicas):
-            deferred.append(step)
-            continue
-        if isinstance(outcome, str):
-            notes.append(f"{describe_step(step)}: {outcome}")
-            continue
-        done.append(step)
-    return Applied(plan, tuple(done), None, tuple(notes), tuple(deferred))
+            result = step_result(step, exc)
+        results.append(result)
+        if result.state is StepState.FAILED:
+            return Applied(plan, tuple(results), result.problem)
+    return Applied(plan, tuple(results))
 
 
 async def apply_plans(
@@ -179,21 +200,14 @@ async def _apply_single_steps(
         return []
     steps = [p.steps[0] for p in plans]
     if stop is not None and stop.is_set():
-        out = [Applied(p, (), Problem(INTERRUPTED, f"not applied: interrupted before {describe_step(s)}", True))
-               for p, s in zip(plans, steps)]
+        out = [Applied(p, (), _interrupted(s)) for p, s in zip(plans, steps)]
         if progress is not None:
             for plan in plans:
                 progress(plan)
     else:
         tick = (lambda i: progress(plans[i])) if progress is not None else None
         out = []
-        for plan, step, result in zip(plans, steps, await submit(steps, tick)):
-            if isinstance(result, KafkaOpsError):
-                out.append(Applied(plan, (), problem_from_exception(result, describe_step(step))))
-            elif isinstance(result, Exception):
-                raise result
-            elif result.error is not None:
-                out.append(Applied(plan, (), _problem(step, result.error)))
-            else:
-                out.append(Applied(plan, (step,)))
+        for plan, step, answer in zip(plans, steps, await submit(steps, tick)):
+            result = step_result(step, answer)
+            out.append(Applied(plan, (result,), result.problem))
     return out

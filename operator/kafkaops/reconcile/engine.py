@@ -1,6 +1,6 @@
 """The engine: observe -> plan -> apply -> wait -> an outcome per resource.
 
-    engine = Engine(batcher, ownership=FileOwnershipStore(path), cluster="prod")
+    engine = Engine(batcher, ownership=FileOwnershipStore(path), cluster="prod", settings=EngineSettings())
     planned = await engine.plan(desired, RunOptions(prune=True))   # read-only
     report = await engine.apply(planned, RunOptions(prune=True))    # changes Kafka
 
@@ -12,24 +12,19 @@ through the shared Batcher.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from kafkaops.kafka import AlterOp, Batcher, TopicPartition
-from kafkaops.kafka.errors import KafkaOpsError
+from kafkaops.kafka import AlterOp, Batcher
 from kafkaops.reconcile.actions import (
     Action,
     AlterConfigs,
-    ChangeReplicas,
     CreateTopic,
     DeleteTopic,
     Plan,
     Problem,
     ResourcePlan,
-    problem_from_exception,
 )
 from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans
 from kafkaops.reconcile.configs import is_sensitive
@@ -38,17 +33,10 @@ from kafkaops.reconcile.observe import ObserveScope, observe
 from kafkaops.reconcile.observed import ObservedState
 from kafkaops.reconcile.outcome import Outcome, Report, State
 from kafkaops.reconcile.ownership import NoOwnershipStore, Ownership, OwnershipStore, fingerprint
-from kafkaops.reconcile.reassign import (
-    MoveBudget,
-    ProgressCallback,
-    ReassignmentPlan,
-    ReassignmentSettings,
-    ThrottleRecord,
-    cleanup_throttles,
-    plan_change,
-    ReassignmentRun,
-)
-from kafkaops.reconcile.reassign import start as start_run
+from kafkaops.reconcile.reassign import ProgressCallback, ReassignmentSettings
+from kafkaops.reconcile.reassign.manager import THROTTLE_OWNER, ReassignmentManager, interrupted_moves
+from kafkaops.reconcile.settings import EngineSettings
+from kafkaops.reconcile.stopping import unless_stopped, until_stopped
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_removal
 from kafkaops.resources.documents import Source
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
@@ -85,22 +73,25 @@ class Planned:
     replication_throttle: int | None = None  # bytes/s while replicas move (the KafkaCluster's)
 
 
-THROTTLE_OWNER = "reassignment/throttle"  # the ownership entry holding the replication-throttle record
+__all__ = ["THROTTLE_OWNER", "Engine", "Planned", "RunOptions", "interrupted_moves", "ownership_changes",
+           "unless_stopped", "until_stopped"]
 
 
 class Engine:
     def __init__(self, batcher: Batcher, *, ownership: OwnershipStore | None = None, cluster: str = "",
                  reassignment: ReassignmentSettings | None = None,
-                 on_reassignment: ProgressCallback | None = None) -> None:
+                 on_reassignment: ProgressCallback | None = None,
+                 reassignments: ReassignmentManager | None = None, settings: EngineSettings | None = None) -> None:
         self.batcher = batcher
         self.store: OwnershipStore = ownership or NoOwnershipStore()
         self.cluster = cluster
-        # reassignment progress is polled like completion, at the client's slowest polling pace
-        self.reassignment = reassignment or ReassignmentSettings(poll_interval=batcher.admin.settings.wait_poll_max)
-        self.on_reassignment = on_reassignment
-        # one bound on partitions moving at once, shared by every reconcile of this cluster
-        self.move_budget = MoveBudget(self.reassignment.max_partitions_moving)
-        self._running: set[str] = set()  # throttle owners of reassignments running in this process
+        self._cluster_id: str | None = None  # once seen: the metadata cache may be dropped meanwhile
+        self.settings = settings or EngineSettings()
+        if reassignment is not None:
+            self.settings = replace(self.settings, reassignment=reassignment)
+        # the cluster's one owner of partition reassignments (the operator's context passes its own)
+        self.reassignments = reassignments or ReassignmentManager(
+            batcher.admin, self.store, self.settings.reassignment_settings, cluster=cluster, on_progress=on_reassignment)
 
     def _requests(self) -> dict[str, int]:
         return dict(self.batcher.admin.requests_by_api)
@@ -109,7 +100,9 @@ class Engine:
         """Where this cluster's ownership is kept: its cluster id (else the name or bootstrap)."""
         meta = self.batcher.admin.cached_metadata
         if meta is not None and meta.cluster_id:
-            return meta.cluster_id
+            self._cluster_id = meta.cluster_id
+        if self._cluster_id:
+            return self._cluster_id  # stable: a request that lost its connection drops the cache
         return self.cluster or ",".join(f"{h}:{p}" for h, p in self.batcher.admin.settings.bootstrap)
 
     async def observe(self, desired: DesiredState, *, all_topics: bool = False,
@@ -136,12 +129,13 @@ class Engine:
         before = self._requests()
         pending = planned.plan.pending
         if not options.validate_only:
-            await self._clean_leftover_throttle(planned.state_key)
+            await self.reassignments.clean_leftovers(planned.state_key)
         applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress,
                                     stop=stop)
         waited: dict = {}
         if options.wait and not options.validate_only:
-            waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None})
+            waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None},
+                               settings=self.settings)
             waited = await unless_stopped(waiting, stop) or {}
         if not options.validate_only and not options.defer_replica_changes:
             moved = await self._change_replicas(planned, applied, stop)
@@ -176,96 +170,19 @@ class Engine:
         made = Plan(self.cluster, (plan_removal(resource, observed, ownership),), (), observed.cluster_id)
         return Planned(made, observed, ownership, key, _sent(before, self._requests()))
 
-    # --- replica changes: one reassignment run per apply --------------------------------------------
-
-    async def _clean_leftover_throttle(self, key: str) -> None:
-        """Throttles recorded by runs that never finished (crash, Ctrl-C) are removed first."""
-        for owner, entry in self.store.load(key).owners.items():
-            if owner.startswith(THROTTLE_OWNER) and entry and owner not in self._running:
-                if await cleanup_throttles(self.batcher.admin, ThrottleRecord.from_entry(entry)) is None:
-                    self.store.update(key, {owner: None})
-
-    async def plan_replica_changes(
-        self, steps: list[tuple[Source, ChangeReplicas]]
-    ) -> tuple[dict[Source, ReassignmentPlan], dict[Source, Problem | None]]:
-        """Reassignment plans for ChangeReplicas steps, from fresh metadata (partitions may just have
-        been added) and the replicas before any move in flight; problems for those that cannot run."""
-        admin = self.batcher.admin
-        try:
-            meta = await admin.metadata(sorted({step.topic for _, step in steps}))
-            moving = await admin.list_partition_reassignments()
-        except KafkaOpsError as exc:
-            problem = problem_from_exception(exc, "preparing the partition reassignment")
-            return {}, {source: problem for source, _ in steps}
-        brokers = {b.node_id: b.rack for b in meta.brokers.values()}
-        results: dict[Source, Problem | None] = {}
-        plans: dict[Source, ReassignmentPlan] = {}
-        for source, step in steps:
-            info = meta.topics.get(step.topic)
-            if info is None:
-                results[source] = Problem("UNKNOWN_TOPIC_OR_PARTITION", f"topic {step.topic!r} is gone")
-                continue
-            current = [
-                tuple(b for b in p.replicas if b not in moving[tp].adding) if (tp := TopicPartition(step.topic, p.partition)) in moving
-                else p.replicas
-                for p in sorted(info.partitions, key=lambda p: p.partition)
-            ]
-            made = plan_change(step.topic, current, step.replication_factor, brokers, step.target)
-            if isinstance(made, Problem):
-                results[source] = made
-            elif made:
-                plans[source] = made
-            else:
-                results[source] = None
-        return plans, results
-
-    def start_reassignment(self, state_key: str, plan: ReassignmentPlan, throttle: int | None,
-                           on_progress: ProgressCallback | None = None,
-                           persist: Callable[[ThrottleRecord | None], Any] | None = None) -> ReassignmentRun:
-        """Start `plan` in the background (the operator); the throttle record goes to the ownership
-        store first (write-ahead), and to `persist` too when given (the operator's status)."""
-        settings = self.reassignment
-        if throttle and settings.throttle_bytes_per_second is None:
-            settings = replace(settings, throttle_bytes_per_second=throttle)
-        owner = f"{THROTTLE_OWNER}/{','.join(plan.topics)}"
-
-        async def remember(record: ThrottleRecord | None) -> None:
-            self.store.update(state_key, {owner: None if record is None else record.to_entry()})
-            if persist is not None:
-                result = persist(record)
-                if asyncio.iscoroutine(result):
-                    await result
-
-        run = start_run(self.batcher.admin, plan, settings, on_progress or self.on_reassignment,
-                        persist_throttle=remember, budget=self.move_budget)
-        self._running.add(owner)  # its throttle is in use: never "leftover" while it runs
-        run.task.add_done_callback(lambda _task: self._running.discard(owner))
-        return run
+    # --- replica changes: one reassignment run per apply, by the cluster's ReassignmentManager -------------
 
     async def _change_replicas(self, planned: Planned, applied: list[Applied],
                                stop: asyncio.Event | None = None) -> dict[Source, Problem | None]:
-        """Run every deferred ChangeReplicas of this apply as ONE reassignment (batches of partitions,
-        throttled when the cluster asks, progress reported, leaders elected after)."""
+        """Every deferred ChangeReplicas of this apply, run as ONE reassignment to the end."""
         steps = [(a.plan.source, step) for a in applied if a.problem is None for step in a.deferred]
         if not steps:
             return {}
         if stop is not None and stop.is_set():
             return {source: Problem(INTERRUPTED, "not applied: interrupted before the partitions moved", True)
                     for source, _ in steps}
-        plans, results = await self.plan_replica_changes(steps)
-        if plans:
-            run = self.start_reassignment(planned.state_key, ReassignmentPlan.merge(*plans.values()),
-                                          planned.replication_throttle)
-            final = await unless_stopped(run.wait(), stop)
-            if final is None:  # interrupted: the moves in flight go on in Kafka, throttled (recorded in the state)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await run.task
-                moved, moving = run.partitions_now()
-                for source, made in plans.items():
-                    results[source] = interrupted_moves(made, moved, moving, run.throttled)
-                return results
-            for source, made in plans.items():
-                results[source] = next((p for t in made.topics if (p := final.problem_for(t)) is not None), None)
+        plans, results = await self.reassignments.plan(steps)
+        results.update(await self.reassignments.run_to_end(planned.state_key, plans, planned.replication_throttle, stop))
         return results
 
     async def reconcile(self, desired: DesiredState, options: RunOptions = RunOptions(),
@@ -273,54 +190,15 @@ class Engine:
         return await self.apply(await self.plan(desired, options), options, progress)
 
 
-T = TypeVar("T")
-
-
-async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> asyncio.Future[T]:
-    """`work` as a task, returned once it is done or `stop` is set, whichever comes first."""
-    task = asyncio.ensure_future(work)
-    stopped = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopped.cancel()
-    return task
-
-
-async def unless_stopped(work: Awaitable[T], stop: asyncio.Event | None) -> T | None:
-    """`work`'s result, or None when `stop` is set first (then `work` is cancelled)."""
-    if stop is None:
-        return await work
-    task = await until_stopped(work, stop)
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    return None
-
-
-def interrupted_moves(plan: ReassignmentPlan, moved: frozenset[TopicPartition],
-                      moving: frozenset[TopicPartition], throttled: bool) -> Problem:
-    """What an interrupted reassignment left behind for one topic, and how to follow it."""
-    mine = set(plan.moves)
-    done, going = len(mine & moved), len(mine & moving)
-    throttle = (" (throttled; the throttle is recorded in the state file)", " (it also removes the throttle)") \
-        if throttled else ("", "")
-    return Problem(INTERRUPTED, f"interrupted while moving partitions: {done}/{len(mine)} moved, {going} still moving "
-                                f"in the cluster{throttle[0]}, {len(mine) - done - going} not started; run the same "
-                                f"`kafkaops apply` again to finish{throttle[1]}", True)
-
-
 def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
     return {api: n - before.get(api, 0) for api, n in after.items() if n != before.get(api, 0)}
 
 
 def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool) -> Outcome:
-    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
-                changes=resource.changes)
     if applied is None:  # nothing to do
-        return Outcome(state=State.UNCHANGED, **base)  # type: ignore[arg-type]
+        return Outcome(resource.source, resource.kind, resource.name, State.UNCHANGED, resource.action, resource.changes)
+    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
+                changes=resource.changes, results=applied.results)
     notes = applied.notes
     if applied.problem is not None:
         if applied.done:

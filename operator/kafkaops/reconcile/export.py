@@ -19,7 +19,7 @@ changes", which shapes every rule here:
   does not list. A principal with a binding that cannot be written validly is
   therefore skipped whole, never exported in part. Bindings manifests cannot
   express at all (resource type USER, ...) are invisible to the planner too
-  (observe drops them), so the principal's other bindings are still exported.
+  (read_cluster keeps them apart), so the principal's other bindings are still exported.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import yaml
 
 from kafkaops import kafka
 from kafkaops.kafka import ConfigSource, KafkaError
-from kafkaops.reconcile.acls import from_wire
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
@@ -349,22 +348,6 @@ def broker_config_document(broker_id: int | None, configs: Mapping[str, Observed
 # --- ACLs as read from the wire ------------------------------------------------------------------
 
 
-def split_acls(bindings: Iterable[kafka.AclBinding]) -> tuple[dict[str, frozenset[AclBinding]], tuple[kafka.AclBinding, ...]]:
-    """Wire bindings -> (manifest bindings by principal, the bindings manifests cannot express).
-
-    observe() drops the second kind silently (the planner cannot act on them); export reads the
-    ACLs through this so it can say what it left out."""
-    by_principal: dict[str, set[AclBinding]] = defaultdict(set)
-    unmapped: list[kafka.AclBinding] = []
-    for wire in bindings:
-        binding = from_wire(wire)
-        if binding is None:
-            unmapped.append(wire)
-        else:
-            by_principal[binding.principal].add(binding)
-    return {p: frozenset(b) for p, b in by_principal.items()}, tuple(unmapped)
-
-
 def _enum_name(enum_type: type, value: int) -> str:
     try:
         return enum_type(value).name
@@ -398,7 +381,7 @@ def export_documents(
 
     `topics` selects topics by re.search on their names (ACLs and broker configs are not
     filtered by it). Internal topics and DEFAULT_PROTECTED_TOPICS are left out unless
-    `include_internal`. `unmapped_acls` are wire bindings `split_acls` could not map: they
+    `include_internal`. `unmapped_acls` are the wire bindings manifests cannot express (read_cluster's): they
     are only noted.
     """
     unknown = include - INCLUDABLE

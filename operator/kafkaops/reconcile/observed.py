@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from kafkaops.kafka import ConfigEntry, ConfigSource, KafkaError, Reassignment, TopicPartition
+from kafkaops.kafka import BrokerInfo, ConfigEntry, ConfigSource, KafkaError, Reassignment, TopicPartition
 from kafkaops.resources.acl import AclBinding
 
 EMPTY: Mapping = MappingProxyType({})
@@ -58,20 +58,12 @@ class ObservedTopic:
 
 
 @dataclass(frozen=True, slots=True)
-class ObservedBroker:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class ObservedState:
     """A cluster as read by one observe(): topics in scope, ACLs, broker configs, reassignments."""
 
     cluster_id: str | None
     controller_id: int
-    brokers: Mapping[int, ObservedBroker]
+    brokers: Mapping[int, BrokerInfo]
     topics: Mapping[str, ObservedTopic]
     # Every topic name in the cluster when observe listed them all (prune, export); else None.
     all_topic_names: frozenset[str] | None = None

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafkaops.reconcile.actions import Action, ChangeReplicas, FieldChange, Plan, Problem
+from kafkaops.kafka import CreatedTopic
+from kafkaops.reconcile.actions import Action, ChangeReplicas, CreateTopic, FieldChange, Plan, Problem, StepResult, StepState
 from kafkaops.resources.documents import Source
 
 
@@ -29,6 +30,15 @@ class Outcome:
     changes: tuple[FieldChange, ...] = ()
     problem: Problem | None = None
     notes: tuple[str, ...] = ()
+    # each step's result, in order (the steps sent, and the one that failed, if any)
+    results: tuple[StepResult, ...] = ()
+
+    @property
+    def created(self) -> CreatedTopic | None:
+        """What CreateTopics answered for this resource's new topic (topic id, partitions,
+        replication factor), when it created one."""
+        return next((r.value for r in self.results if isinstance(r.step, CreateTopic) and r.state is StepState.OK
+                     and r.value is not None), None)
 
     @property
     def ok(self) -> bool:

@@ -119,9 +119,12 @@ def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership)
         if topic.replica_assignment:
             extra = topic.replica_assignment[current.partitions:]
         elif topic.replication_factor not in (None, current.replication_factor) and brokers and original:
-            # new partitions get the new replication factor at once, placed with the rest
-            full = plan_placement(original + ((),) * (wanted - current.partitions), topic.replication_factor, brokers)
+            # Kafka refuses new partitions whose replica count differs from the existing ones'
+            # (INVALID_REPLICA_ASSIGNMENT; soak finding): they get today's factor, placed with the
+            # rest, and the replica change below moves every partition, the new ones too
+            full = plan_placement(original + ((),) * (wanted - current.partitions), len(original[0]), brokers)
             extra = full[current.partitions:]
+            original = original + tuple(extra)
         else:
             extra = None
         steps.append(CreatePartitions(NewPartitions(topic.topic_name, wanted, extra)))

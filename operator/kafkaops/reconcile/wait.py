@@ -22,6 +22,7 @@ from kafkaops.kafka.errors import ErrorCode, KafkaOpsError
 from kafkaops.reconcile.actions import AlterConfigs, CreatePartitions, CreateTopic, DeleteTopic, Problem
 from kafkaops.reconcile.apply import Applied
 from kafkaops.reconcile.configs import is_sensitive, values_equal
+from kafkaops.reconcile.settings import EngineSettings
 from kafkaops.resources.documents import Source
 
 WAIT_TIMEOUT = "WaitTimeout"
@@ -109,10 +110,10 @@ def _satisfied(expectation: Expectation, topics: Mapping[str, ItemResult[TopicIn
 
 
 async def wait_for(
-    batcher: Batcher, pending: Mapping[Source, tuple[Expectation, ...]], *, timeout: float | None = None
+    batcher: Batcher, pending: Mapping[Source, tuple[Expectation, ...]], *, timeout: float | None = None,
+    settings: EngineSettings = EngineSettings(),
 ) -> dict[Source, Problem | None]:
     """Poll until every source's expectations hold; a Problem for those still pending at the deadline."""
-    settings = batcher.admin.settings
     timeout = settings.wait_timeout if timeout is None else timeout
     remaining = {source: list(exps) for source, exps in pending.items() if exps}
     results: dict[Source, Problem | None] = {source: None for source in pending}

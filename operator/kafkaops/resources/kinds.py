@@ -1,8 +1,15 @@
-"""The kafkaops.io API group: its version and the four kinds, with their names."""
+"""The kafkaops.io API group: its version and the four kinds, with their names.
+
+`KINDS` is the one table of the kinds' names (plural, singular, short names, schema file): the
+CRDs (resources/crds.py -> crds/), the operator's watches and status writes (k8s/), the demo and
+the loader read it; tests/resources/test_kinds_table.py checks crds/ and the RBAC manifests
+against it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 API_GROUP = "kafkaops.io"
 API_VERSION = "v1alpha1"
@@ -39,6 +46,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo(KAFKA_BROKER_CONFIG, "kafkabrokerconfigs", "kafkabrokerconfig", ("kobc",), "kafkabrokerconfig.json"),
     )
 }
+
+# kind -> plural, for the Kubernetes API paths (kopf's watches, status patches, kubectl)
+PLURALS: Mapping[str, str] = MappingProxyType({kind: info.plural for kind, info in KINDS.items()})
 
 
 def is_kafkaops_api_version(api_version: object) -> bool:

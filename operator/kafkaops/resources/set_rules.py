@@ -36,7 +36,8 @@ class _Ref:
     name: str
 
 
-def _get(body: Mapping[str, Any], *keys: str) -> Any:
+def get_in(body: Any, *keys: str) -> Any:
+    """body[keys[0]][keys[1]]..., or None where a level is missing or not a mapping (raw input)."""
     current: Any = body
     for key in keys:
         if not isinstance(current, Mapping):
@@ -45,15 +46,15 @@ def _get(body: Mapping[str, Any], *keys: str) -> Any:
     return current
 
 
-def _str(value: Any) -> str | None:
+def nonempty_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
 def _cluster_ref(doc: Document) -> _Ref | None:
-    name = _str(_get(doc.body, "spec", "clusterRef", "name"))
+    name = nonempty_str(get_in(doc.body, "spec", "clusterRef", "name"))
     if name is None:
         return None
-    return _Ref(_str(_get(doc.body, "spec", "clusterRef", "namespace")) or doc.source.namespace, name)
+    return _Ref(nonempty_str(get_in(doc.body, "spec", "clusterRef", "namespace")) or doc.source.namespace, name)
 
 
 def _place(source: Source) -> str:
@@ -119,11 +120,11 @@ def check_set(
                 topics[(cluster_id, topic_name)].append(doc)
                 collisions[cluster_id][collision_key(topic_name)].append(doc)
         elif doc.kind == KAFKA_ACL:
-            principal = _str(_get(doc.body, "spec", "principal"))
+            principal = nonempty_str(get_in(doc.body, "spec", "principal"))
             if principal:
                 principals[(cluster_id, principal)].append(doc)
         elif doc.kind == KAFKA_BROKER_CONFIG:
-            broker_id = _get(doc.body, "spec", "brokerId")
+            broker_id = get_in(doc.body, "spec", "brokerId")
             if broker_id is None or (isinstance(broker_id, int) and not isinstance(broker_id, bool)):
                 brokers[(cluster_id, broker_id)].append(doc)
         if target is not None and valid_clusters and target.source in valid_clusters:

@@ -1,18 +1,16 @@
 """take_snapshot: read a cluster in bulk into the rows of the snapshot tables.
 
-The reads: observe() over every topic (one Metadata request for every topic, batched
-DescribeConfigs for their configs), the cluster-wide default and every broker's configs, and
-one DescribeAcls of every binding, read here rather than by observe(), which would drop the
-bindings manifests cannot express without counting them. Leaders and ISRs come from the
-Metadata response observe() read (cached by the admin client); only when that was replaced
-meanwhile is Metadata asked again.
+The reads: one read_cluster() (reconcile/read.py) of every topic (one Metadata request for every
+topic, batched DescribeConfigs for their configs), the cluster-wide default and every broker's
+configs, and one DescribeAcls of every binding (those manifests cannot express kept apart, to be
+counted). Leaders and ISRs come from the Metadata response read_cluster() read (cached by the
+admin client); only when that was replaced meanwhile is Metadata asked again.
 
 What could not be read is left out of the tables and said in the header's notes.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,12 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafkaops import kafka
-from kafkaops.kafka import AdminClient, Batcher, ClusterMetadata, ConfigSource, KafkaError, UnsupportedFeature
+from kafkaops.kafka import AdminClient, Batcher, ClusterMetadata, ConfigSource
 from kafkaops.kafka import AclBinding as WireAclBinding
 from kafkaops.kafka.errors import ErrorCode
-from kafkaops.reconcile.acls import from_wire
-from kafkaops.reconcile.observe import ObserveScope, observe
-from kafkaops.reconcile.observed import ObservedState
+from kafkaops.reconcile.read import ObserveScope, read_cluster
+from kafkaops.reconcile.observed import ObservedConfig, ObservedState
 from kafkaops.snapshot.format import FORMAT, TABLES, VERSION, cluster_name_problem
 
 Row = dict[str, Any]
@@ -75,11 +72,12 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
     scope = ObserveScope(
         topics=None,  # every topic
         topic_configs=None,  # every key of every topic (the non-default ones are kept below)
-        acls=False,  # read below with the bindings manifests cannot express
+        acls=True,
         broker_keys=frozenset({""} | {str(b) for b in meta.brokers}),
         reassignments=False,
     )
-    observed, (wire_acls, acls_error) = await asyncio.gather(observe(batcher, scope), _read_acls(batcher))
+    read = await read_cluster(batcher, scope)
+    observed = read.observed
     notes: list[str] = []
     partitions_meta = await _partition_metadata(admin, observed)
 
@@ -104,17 +102,11 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
                                    "replicas": list(p.replicas), "isr": list(p.isr)})
         if topic.configs_error is not None:
             notes.append(f"topic {name}: configs not read ({topic.configs_error}); none in topic_configs.parquet")
-        configs = topic.configs or {}
-        for key in sorted(configs):
-            config = configs[key]
-            if config.source is _TOPIC_SOURCE:
-                topic_configs.append({"cluster": c, "topic": name, "key": key,
-                                      "value": None if config.sensitive else config.value,
-                                      "source": config.source.name, "sensitive": config.sensitive})
+        topic_configs.extend(_config_rows({"cluster": c, "topic": name}, topic.configs or {}, _TOPIC_SOURCE))
     for name in sorted(observed.topic_errors):
         notes.append(f"topic {name}: not read ({observed.topic_errors[name]}); left out of every table")
 
-    acls, acl_notes = _acl_rows(c, wire_acls, acls_error)
+    acls, acl_notes = _acl_rows(c, observed, read.unmapped_acls)
     notes.extend(acl_notes)
     broker_configs, broker_notes = _broker_config_rows(c, observed)
     notes.extend(broker_notes)
@@ -138,41 +130,28 @@ async def take_snapshot(admin: AdminClient, batcher: Batcher, cluster_name: str)
     return Snapshot(header, **{table: tuple(rows[table]) for table in TABLES})
 
 
-async def _read_acls(batcher: Batcher) -> tuple[tuple[WireAclBinding, ...], KafkaError | None]:
-    try:
-        result = await batcher.describe_all_acls()
-    except UnsupportedFeature as exc:
-        return (), exc.as_kafka_error()
-    if result.value is None:
-        return (), result.error
-    return tuple(result.value), None
-
-
 async def _partition_metadata(admin: AdminClient, observed: ObservedState) -> ClusterMetadata:
-    """The Metadata observe() read (leaders, ISRs); read again if the cached one no longer has the topics."""
+    """The Metadata read_cluster() read (leaders, ISRs); read again if the cached one no longer has the topics."""
     meta = admin.cached_metadata
     if meta is not None and all(name in meta.topics for name in observed.topics):
         return meta
     return await admin.metadata(None)
 
 
-def _acl_rows(cluster: str, wire: tuple[WireAclBinding, ...], error: KafkaError | None) -> tuple[list[Row], list[str]]:
-    if error is not None:
-        if error.code == ErrorCode.security_disabled:
+def _acl_rows(cluster: str, observed: ObservedState, unmapped: tuple[WireAclBinding, ...]) -> tuple[list[Row], list[str]]:
+    if observed.acls is None:
+        error = observed.acls_error
+        if error is not None and error.code == ErrorCode.security_disabled:
             why = "the cluster has no authorizer (DescribeAcls answered SECURITY_DISABLED)"
         else:
             why = f"DescribeAcls failed: {error}"
         return [], [f"no ACLs: {why}; acls.parquet is empty"]
-    rows: set[tuple[str, ...]] = set()
+    rows = sorted((b.principal, str(b.resource_type), b.resource_name, str(b.pattern_type), str(b.operation),
+                   str(b.permission), b.host) for bindings in observed.acls.values() for b in bindings)
     skipped: dict[str, int] = {}
-    for binding in wire:
-        manifest = from_wire(binding)
-        if manifest is None:
-            what = _wire_kind(binding)
-            skipped[what] = skipped.get(what, 0) + 1
-            continue
-        rows.add((manifest.principal, str(manifest.resource_type), manifest.resource_name,
-                  str(manifest.pattern_type), str(manifest.operation), str(manifest.permission), manifest.host))
+    for binding in unmapped:
+        what = _wire_kind(binding)
+        skipped[what] = skipped.get(what, 0) + 1
     notes = []
     if skipped:
         total = sum(skipped.values())
@@ -180,7 +159,7 @@ def _acl_rows(cluster: str, wire: tuple[WireAclBinding, ...], error: KafkaError 
         notes.append(f"{total} ACL binding{'s' if total != 1 else ''} not in acls.parquet: manifests cannot "
                      f"express them ({kinds})")
     columns = ("principal", "resource_type", "resource_name", "pattern_type", "operation", "permission", "host")
-    return [{"cluster": cluster, **dict(zip(columns, row))} for row in sorted(rows)], notes
+    return [{"cluster": cluster, **dict(zip(columns, row))} for row in rows], notes
 
 
 def _wire_kind(binding: WireAclBinding) -> str:
@@ -198,6 +177,13 @@ def _wire_kind(binding: WireAclBinding) -> str:
     return "other"
 
 
+def _config_rows(where: Row, configs: Mapping[str, ObservedConfig], wanted: ConfigSource) -> list[Row]:
+    """One row per config set at `wanted`'s level (the overrides), by key; sensitive values left out."""
+    return [{**where, "key": key, "value": None if config.sensitive else config.value,
+             "source": config.source.name, "sensitive": config.sensitive}
+            for key, config in sorted(configs.items()) if config.source is wanted]
+
+
 def _broker_sort_key(key: str) -> tuple[int, int, str]:
     return (0, 0, "") if key == "" else (1, int(key), key) if key.isdigit() else (2, 0, key)
 
@@ -207,13 +193,7 @@ def _broker_config_rows(cluster: str, observed: ObservedState) -> tuple[list[Row
     notes: list[str] = []
     for broker in sorted(observed.broker_configs, key=_broker_sort_key):
         wanted = _DEFAULT_SOURCE if broker == "" else _BROKER_SOURCE
-        configs = observed.broker_configs[broker]
-        for key in sorted(configs):
-            config = configs[key]
-            if config.source is wanted:
-                rows.append({"cluster": cluster, "broker": broker, "key": key,
-                             "value": None if config.sensitive else config.value,
-                             "source": config.source.name, "sensitive": config.sensitive})
+        rows.extend(_config_rows({"cluster": cluster, "broker": broker}, observed.broker_configs[broker], wanted))
     for broker in sorted(observed.broker_config_errors, key=_broker_sort_key):
         what = "the cluster-wide default broker configs" if broker == "" else f"broker {broker}'s configs"
         notes.append(f"{what}: not read ({observed.broker_config_errors[broker]}); none in broker_configs.parquet")

@@ -4,8 +4,11 @@ Used by the in-repo fake cluster (and by unit tests) to authenticate clients
 the way a Kafka broker does (KIP-152 framing, KIP-368 re-authentication):
 
 * PLAIN checks ``authzid\\0user\\0password`` against ``users``;
-* SCRAM-SHA-256/512 runs ``scramp``'s server with credentials derived from
-  ``users`` (4096 iterations, Kafka's minimum);
+* SCRAM-SHA-256/512 runs ``scramp``'s server with the credential ``scram_lookup``
+  finds (the fake cluster passes the credentials stored through
+  AlterUserScramCredentials), else one derived from ``users`` (4096 iterations,
+  Kafka's minimum). PLAIN needs the plain password, which a SCRAM store does not
+  hold: it accepts only ``users``;
 * OAUTHBEARER accepts the bearer tokens in ``tokens`` and, like Kafka, answers
   a bad token with an RFC 7628 error challenge before failing.
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import hmac
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 import scramp
@@ -57,12 +60,18 @@ class _Reject(Exception):
         self.message = message
 
 
+ScramLookup = Callable[[str, str], "tuple[bytes, bytes, bytes, int] | None"]
+
+
 class SaslServerDouble:
     """Broker-side SASL configuration shared by all connections of a fake cluster.
 
     ``users`` maps user name to password (used by PLAIN and SCRAM). ``tokens``
     is the set of accepted OAUTHBEARER bearer tokens, or a mapping from token
-    to the principal name it authenticates.
+    to the principal name it authenticates. ``scram_lookup(mechanism, user)``
+    returns a stored SCRAM credential (salt, stored key, server key, iterations)
+    or None; it is asked before ``users``, on every login (a rotated credential
+    takes effect for the next connection, as in Kafka).
     """
 
     def __init__(
@@ -72,6 +81,7 @@ class SaslServerDouble:
         tokens: Collection[str] | Mapping[str, str] = frozenset(),
         *,
         scram_iterations: int = SCRAM_ITERATIONS,
+        scram_lookup: ScramLookup | None = None,
     ) -> None:
         self.users = dict(users)
         self.mechanisms = tuple(mechanisms)
@@ -80,11 +90,22 @@ class SaslServerDouble:
         else:
             self.tokens = {token: OAUTH_PRINCIPAL for token in tokens}
         self.scram_iterations = scram_iterations
+        self.scram_lookup = scram_lookup
         self._scram_credentials: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def new_session(self) -> SaslSessionDouble:
         """State for one new connection."""
         return SaslSessionDouble(self)
+
+    def set_password(self, username: str, password: str | None) -> None:
+        """Add, change (a rotation: new logins need the new one) or, with None, remove a user.
+        Connections already authenticated stay so, as in Kafka without KIP-368 re-authentication."""
+        if password is None:
+            self.users.pop(username, None)
+        else:
+            self.users[username] = password
+        for key in [k for k in self._scram_credentials if k[1] == username]:
+            del self._scram_credentials[key]
 
     def check_password(self, username: str, password: str) -> bool:
         expected = self.users.get(username)
@@ -94,6 +115,9 @@ class SaslServerDouble:
 
     def scram_credentials(self, mechanism: str, username: str) -> tuple[Any, ...]:
         """(salt, stored_key, server_key, iterations) for ``username``; KeyError if unknown."""
+        stored = self.scram_lookup(mechanism, username) if self.scram_lookup is not None else None
+        if stored is not None:
+            return stored
         key = (mechanism, username)
         if key not in self._scram_credentials:
             password = self.users[username]

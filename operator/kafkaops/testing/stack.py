@@ -108,12 +108,13 @@ def _control_line(child: ChildProcess) -> str:
     return line.decode().strip()
 
 
-def _start_kafkaops(name: str, args: list[str], directory: Path) -> ChildProcess:
+def _start_kafkaops(name: str, args: list[str], directory: Path, env: dict[str, str] | None = None) -> ChildProcess:
     """`kafkaops NAME ARGS...` in its own process; `url` is the first line it prints on stdout."""
     log_path = directory / f"{name}.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen([sys.executable, "-m", "kafkaops", name, *args],
-                                   stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+                                   stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **env} if env else None)
     child = ChildProcess(name, process, directory, log_path)
     assert process.stdout is not None
     line = process.stdout.readline() if process.poll() is None else b""
@@ -124,11 +125,12 @@ def _start_kafkaops(name: str, args: list[str], directory: Path) -> ChildProcess
     return child
 
 
-def start_dev_cluster(*extra: str, timeout: float = 30.0) -> ChildProcess:
+def start_dev_cluster(*extra: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> ChildProcess:
     """`kafkaops dev-cluster --port 0` (the fake cluster double, with ACLs) in its own process;
-    `url` holds its bootstrap servers (the first line it prints)."""
+    `url` holds its bootstrap servers (the first line it prints); `env`: e.g.
+    KAFKAOPS_DEV_SASL_USERS (SASL users, kept out of the command line)."""
     child = _start_kafkaops("dev-cluster", ["--port", "0", *extra],
-                            Path(tempfile.mkdtemp(prefix="kafkaops-dev-cluster-")))
+                            Path(tempfile.mkdtemp(prefix="kafkaops-dev-cluster-")), env)
     if "--control-port" in extra:
         child.control_url = _control_line(child)
     return child

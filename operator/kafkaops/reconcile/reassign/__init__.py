@@ -49,9 +49,17 @@ the moves then go on in Kafka, still throttled, and the next start calls
 run the plan again: moves still in flight to the same targets are adopted).
 Without `persist_throttle`, a cancelled task removes the throttle before it ends.
 
-Modules: `plan.py` (settings, `plan_change`, `MoveBudget`, problem reasons), `throttle.py`
+One `ReassignmentManager` per cluster (`manager.py`) owns all of this for the CLI's Engine and the
+operator alike: it plans from fresh metadata, starts runs under the cluster's `MoveBudget` with the
+throttle record written ahead to the ownership store, follows them by name, runs them to the end
+(or until Ctrl-C), and removes the throttles of runs that never finished. Nothing outside this
+package sends Alter/ListPartitionReassignments (kafka/ offers the calls; observe reads the list
+through the Batcher).
+
+Modules: `manager.py` (`ReassignmentManager`, `ActiveRun`, `THROTTLE_OWNER`), `plan.py` (settings, `plan_change`, `MoveBudget`, problem reasons), `throttle.py`
 (`ThrottleRecord`, `set_throttles`, `cleanup_throttles`), `progress.py` (`ReassignmentProgress`),
-`run.py` (`start`, `run_reassignment`, `ReassignmentRun`, `cancel`, `detect_external`). Every
+`run.py` (`start`, `run_reassignment`, `ReassignmentRun`), `cancel.py` (`cancel`, `detect_external`,
+`in_flight_target`). Every
 public name is importable from `kafkaops.reconcile.reassign`.
 
 Errors come back as `Problem`s (`ReassignmentProgress.problem`, `.failed`); only
@@ -92,17 +100,27 @@ from kafkaops.reconcile.reassign.progress import (
     ReassignmentProgress,
     ReassignmentState,
 )
+from kafkaops.reconcile.reassign.manager import (
+    THROTTLE_OWNER,
+    ActiveRun,
+    ReassignmentManager,
+    interrupted_moves,
+    throttle_owner,
+)
+from kafkaops.reconcile.reassign.cancel import cancel, detect_external, in_flight_target
 from kafkaops.reconcile.reassign.run import (
     MAX_FAILED_ROUNDS,
     ReassignmentRun,
-    cancel,
-    detect_external,
-    in_flight_target,
     run_reassignment,
     start,
 )
 
 __all__ = [
+    "ActiveRun",
+    "ReassignmentManager",
+    "THROTTLE_OWNER",
+    "interrupted_moves",
+    "throttle_owner",
     "EXTERNAL_REASSIGNMENT",
     "FOLLOWER_RATE",
     "FOLLOWER_REPLICAS",

@@ -1,5 +1,5 @@
 """Running a reassignment: `start` / `run_reassignment` and the `ReassignmentRun` they return
-(the executor rounds: preflight, throttle, move, unthrottle, elect), `cancel`, `detect_external`."""
+(the executor rounds: preflight, throttle, move, unthrottle, elect); cancelling is in cancel.py."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from kafkaops.kafka import AdminClient, KafkaError, Reassignment, TopicPartition
+from kafkaops.kafka import AdminClient, KafkaError, TopicPartition
 from kafkaops.kafka.apis import Api, choose_version
 from kafkaops.kafka.errors import (
     ErrorCode,
@@ -23,6 +22,7 @@ from kafkaops.kafka.errors import (
 )
 from kafkaops.reconcile.actions import UNSUPPORTED_FEATURE, Problem, problem_from_exception
 from kafkaops.reconcile.placement import replicas_problem
+from kafkaops.reconcile.reassign.cancel import cancel, detect_external, in_flight_target
 from kafkaops.reconcile.reassign.plan import (
     EXTERNAL_REASSIGNMENT,
     INVALID_REPLICA_ASSIGNMENT,
@@ -53,66 +53,6 @@ log = logging.getLogger(__name__)
 
 
 MAX_FAILED_ROUNDS = 5  # consecutive progress rounds failing (cluster unreachable) before a run gives up
-
-
-# --- external reassignments, cancel -------------------------------------------------------------
-
-
-def in_flight_target(reassignment: Reassignment) -> tuple[int, ...]:
-    """Where a listed reassignment goes: its replicas without the ones being removed."""
-    return tuple(b for b in reassignment.replicas if b not in reassignment.removing)
-
-
-def detect_external(
-    reassigning: Mapping[TopicPartition, Reassignment] | AbstractSet[TopicPartition],
-    ours: Mapping[TopicPartition, Sequence[int]] | AbstractSet[TopicPartition],
-) -> frozenset[TopicPartition]:
-    """Partitions being reassigned that kafkaops did not start: not among `ours`, or (when both
-    sides carry targets) moving somewhere other than our target. Pass what concerns you (a topic's
-    partitions): everything else moving in the cluster is "not ours" too."""
-    external: set[TopicPartition] = set()
-    for tp in reassigning:
-        if tp not in ours:
-            external.add(tp)
-        elif isinstance(reassigning, Mapping) and isinstance(ours, Mapping):
-            if in_flight_target(reassigning[tp]) != tuple(ours[tp]):
-                external.add(tp)
-    return frozenset(external)
-
-
-async def cancel(
-    admin: AdminClient, partitions: Mapping[TopicPartition, Sequence[int]] | Iterable[TopicPartition]
-) -> dict[TopicPartition, Problem | None]:
-    """Cancel reassignments in flight (Kafka puts the partitions back on their previous replicas).
-
-    With a mapping partition -> kafkaops' target, only reassignments still moving to that target
-    are cancelled; one moving elsewhere is someone else's: left alone, with an
-    ExternalReassignment problem. None for a partition cancelled or not moving any more."""
-    targets = dict(partitions) if isinstance(partitions, Mapping) else None
-    wanted = list(dict.fromkeys(targets if targets is not None else partitions))
-    results: dict[TopicPartition, Problem | None] = {tp: None for tp in wanted}
-    if not wanted:
-        return results
-    try:
-        if targets is not None:
-            listing = await admin.list_partition_reassignments(wanted)
-            external = detect_external({tp: r for tp, r in listing.items() if tp in targets},
-                                       {tp: tuple(t) for tp, t in targets.items()})
-            for tp in external:
-                results[tp] = Problem(EXTERNAL_REASSIGNMENT, f"{tp} is being reassigned by someone else to "
-                                      f"{list(in_flight_target(listing[tp]))}: not cancelled", True)
-            wanted = [tp for tp in wanted if tp in listing and tp not in external]
-        if not wanted:
-            return results
-        answered = await admin.alter_partition_reassignments({tp: None for tp in wanted})
-    except KafkaOpsError as exc:
-        problem = problem_from_exception(exc, "cancelling partition reassignments")
-        return {tp: (problem if tp in wanted else p) for tp, p in results.items()}
-    for tp in wanted:
-        error = answered[tp].error
-        if error is not None and error.code != ErrorCode.no_reassignment_in_progress:
-            results[tp] = _item_problem(f"cancelling the reassignment of {tp}", error)
-    return results
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -159,10 +99,12 @@ def start(
     persist_throttle: PersistThrottle | None = None,
     budget: MoveBudget | None = None,
     clock: Callable[[], datetime] = _now,
+    label: str = "",
 ) -> ReassignmentRun:
-    """Start `plan` in a task; see the module docstring for the steps."""
+    """Start `plan` in a task; see the module docstring for the steps. `label` (the cluster) starts
+    the run's log lines."""
     return ReassignmentRun(_Executor(admin, plan, settings, progress_callback, persist_throttle,
-                                     budget or MoveBudget(settings.max_partitions_moving), clock))
+                                     budget or MoveBudget(settings.max_partitions_moving), clock, label))
 
 
 async def run_reassignment(
@@ -183,8 +125,9 @@ async def run_reassignment(
 class _Executor:
     def __init__(self, admin: AdminClient, plan: ReassignmentPlan, settings: ReassignmentSettings,
                  callback: ProgressCallback | None, persist: PersistThrottle | None, budget: MoveBudget,
-                 clock: Callable[[], datetime]) -> None:
+                 clock: Callable[[], datetime], label: str = "") -> None:
         self.admin = admin
+        self.label = label
         self.plan = plan
         self.settings = settings
         self.callback = callback
@@ -218,15 +161,27 @@ class _Executor:
         except asyncio.CancelledError:
             if self.throttle is not None and self.persist is None:
                 # Nobody holds a record to clean up later: remove the throttle before going.
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(cleanup_throttles(self.admin, self.throttle)), 30)
+                cleanup = asyncio.wait_for(asyncio.shield(cleanup_throttles(self.admin, self.throttle)), 30)
+                await self._last_unthrottle("the run was cancelled", cleanup)
             raise
-        except BaseException:
+        except BaseException as exc:
             if self.throttle is not None:
-                with contextlib.suppress(Exception):
-                    await self._unthrottle()
+                await self._last_unthrottle(f"the run failed ({type(exc).__name__}: {exc})", self._unthrottle())
             raise
         return final
+
+    async def _last_unthrottle(self, why: str, cleanup: Awaitable[Problem | None]) -> None:
+        """Remove the throttle on the way out of a run that did not end normally; what goes wrong is
+        logged, never raised over the reason the run ended."""
+        where = f"{self.label + ': ' if self.label else ''}reassignment of {', '.join(self.plan.topics)}"
+        try:
+            problem = await cleanup
+        except Exception as exc:  # noqa: BLE001 - the run is ending with its own exception
+            log.warning("%s: %s, and removing its replication throttle failed too (%s: %s); the throttle record "
+                        "says what to remove", where, why, type(exc).__name__, exc)
+            return
+        if problem is not None:
+            log.warning("%s: %s, and removing its replication throttle failed: %s", where, why, problem.message)
 
     async def _run(self) -> ReassignmentProgress:
         problem: Problem | None = None
@@ -374,7 +329,9 @@ class _Executor:
                     failed_rounds += 1
                     if failed_rounds >= MAX_FAILED_ROUNDS:
                         raise
-                    log.warning("reassignment round failed (%d/%d): %s", failed_rounds, MAX_FAILED_ROUNDS, exc)
+                    log.warning("%sreassignment of %s: a progress round failed (%d/%d), trying the next: %s",
+                                f"{self.label}: " if self.label else "", ", ".join(self.plan.topics),
+                                failed_rounds, MAX_FAILED_ROUNDS, exc)
                 else:
                     failed_rounds = 0
                 await self._emit(ReassignmentState.MOVING)

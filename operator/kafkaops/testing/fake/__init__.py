@@ -6,7 +6,7 @@ Modules: ``state`` (shared cluster state), ``catalog`` (configs), ``acls``
 faults), ``handlers`` (one module per API family), ``server`` (listeners).
 """
 
-from .acls import AclBinding, AclFilter, AclOperation, AclPermission, PatternType, ResourceType
+from .acls import AclBinding, AclBindingFilter, AclOperation, AclPermission, PatternType, ResourceType
 from .catalog import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigType
 from .faults import WRITE_APIS, FaultDouble, FaultKind
 from .server import FakeClusterDouble, RequestRecord
@@ -21,7 +21,7 @@ __all__ = [
     "TOPIC_CONFIGS",
     "WRITE_APIS",
     "AclBinding",
-    "AclFilter",
+    "AclBindingFilter",
     "AclOperation",
     "AclPermission",
     "ClusterStateDouble",

@@ -5,41 +5,17 @@ Kafka's matching rules (ResourcePatternFilter / AccessControlEntryFilter).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 
 
-# Kafka's wire values; shared with the client (the noida-db tests keep both honest).
-from kafkaops.kafka.models import AclOperation, AclPermission, PatternType, ResourceType  # noqa: E402
+# Kafka's wire values and binding records; shared with the client (the noida-db tests keep both
+# honest). The double stores what the wire carried: a field may hold an int no enum member has,
+# which validate_binding / validate_filter refuse as Kafka does.
+from kafkaops.kafka.models import AclBinding, AclOperation, AclPermission, PatternType, ResourceType  # noqa: E402
+from kafkaops.kafka.models import AclBindingFilter  # noqa: E402
 
 
 WILDCARD = "*"
 CLUSTER_NAME = "kafka-cluster"
-
-
-@dataclass(frozen=True, slots=True)
-class AclBinding:
-    """One ACL held by the double's authorizer (all enums as wire ints)."""
-
-    resource_type: int
-    resource_name: str
-    pattern_type: int
-    principal: str
-    host: str
-    operation: int
-    permission: int
-
-
-@dataclass(frozen=True, slots=True)
-class AclFilter:
-    """A DescribeAcls/DeleteAcls filter; None (or ANY) matches anything."""
-
-    resource_type: int
-    resource_name: str | None
-    pattern_type: int
-    principal: str | None
-    host: str | None
-    operation: int
-    permission: int
 
 
 def _enum_ok(enum_type: type[enum.IntEnum], value: int, *, allow_any: bool) -> bool:
@@ -76,7 +52,7 @@ def validate_binding(binding: AclBinding) -> str | None:
     return None
 
 
-def validate_filter(acl_filter: AclFilter) -> str | None:
+def validate_filter(acl_filter: AclBindingFilter) -> str | None:
     """INVALID_REQUEST message for a filter with UNKNOWN values, or None."""
     checks = (
         (ResourceType, acl_filter.resource_type, "resourceType"),
@@ -90,7 +66,7 @@ def validate_filter(acl_filter: AclFilter) -> str | None:
     return None
 
 
-def _name_matches(acl_filter: AclFilter, binding: AclBinding) -> bool:
+def _name_matches(acl_filter: AclBindingFilter, binding: AclBinding) -> bool:
     name = acl_filter.resource_name
     pattern = acl_filter.pattern_type
     if pattern == PatternType.MATCH:
@@ -104,7 +80,7 @@ def _name_matches(acl_filter: AclFilter, binding: AclBinding) -> bool:
     return name is None or name == binding.resource_name
 
 
-def matches(acl_filter: AclFilter, binding: AclBinding) -> bool:
+def matches(acl_filter: AclBindingFilter, binding: AclBinding) -> bool:
     """Kafka's AclBindingFilter.matches."""
     if acl_filter.resource_type not in (ResourceType.ANY, binding.resource_type):
         return False

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from .state import ClusterStateDouble
+if TYPE_CHECKING:  # state.py imports principals.py, which uses ItemError from here
+    from .state import ClusterStateDouble
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class RequestContext:
     throttle_items_after: int | None = None
     throttle_time_ms: int = 0
     timed_out_after_apply: bool = False
+    sasl_listener: bool = False  # the request came in on the SASL listener (Metadata advertises it)
 
     @property
     def throttle_time(self) -> timedelta:

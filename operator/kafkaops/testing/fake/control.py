@@ -2,13 +2,17 @@
 
 `kafkaops dev-cluster --control-port N` serves these routes (docs/reliability.md):
 
-    GET    /state                      topics, ACLs, broker configs, reassignments, counters
+    GET    /state                      topics, ACLs, broker configs, reassignments, counters,
+                                       SCRAM users (mechanisms + iterations only) and quotas
     POST   /faults                     arm a fault (body: fault_from_json)
     DELETE /faults                     disarm every fault
     GET    /faults                     pending faults and how often each kind fired
     POST   /controller                 move the controller ({"to": id} or the next live broker)
     POST   /brokers/{id}/down          stop a broker (connections close, leaders move)
     POST   /brokers/{id}/up            bring it back on its port
+    PUT    /users/{name}               (with --sasl-user) add a SASL user or rotate its password
+                                       ({"password": "..."}; new logins need the new one)
+    DELETE /users/{name}               remove a SASL user
 
 `state_snapshot` is what the soak reads its Kafka-side invariants from: the double's own state,
 independent of anything the operator believes.
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from kafkaops.testing.control_http import ControlError, ControlServer, field
 
 from .faults import FaultDouble, FaultKind
+from .principals import state_view
 
 if TYPE_CHECKING:
     from .server import FakeClusterDouble
@@ -110,7 +115,10 @@ def state_snapshot(cluster: FakeClusterDouble) -> dict[str, Any]:
                           for r in state.reassignments.values()],
         "created": dict(state.created),
         "deleted": dict(state.deleted),
+        "deletion_times": [[at, name] for at, name in state.deletion_times],
+        "sasl_users": sorted(cluster.sasl.users) if cluster.sasl is not None and hasattr(cluster.sasl, "users") else None,
         "already_exists": dict(state.already_exists),
+        **state_view(state.principals),  # "users" and "quotas": never a salt or salted password
         "errors": [repr(e) for e in cluster.errors],
     }
 
@@ -158,6 +166,25 @@ def control_server(cluster: FakeClusterDouble, port: int = 0, host: str = "127.0
             await cluster.start_broker(broker)
         return {"live_brokers": list(cluster.live_brokers)}
 
+    async def set_user(body: dict[str, Any], args: dict[str, str]) -> Any:
+        """Add a SASL user or rotate its password (new logins need the new one); the answer never
+        holds the password."""
+        sasl = cluster.sasl
+        if sasl is None or not hasattr(sasl, "set_password"):
+            raise ControlError("users: this cluster runs without SASL (start it with --sasl-user NAME:PASSWORD)")
+        password = field(body, "password", str)
+        if not password:
+            raise ControlError("password: required, a non-empty string")
+        sasl.set_password(args["name"], password)
+        return {"users": sorted(sasl.users)}
+
+    async def remove_user(_body: dict[str, Any], args: dict[str, str]) -> Any:
+        sasl = cluster.sasl
+        if sasl is None or not hasattr(sasl, "set_password"):
+            raise ControlError("users: this cluster runs without SASL (start it with --sasl-user NAME:PASSWORD)")
+        sasl.set_password(args["name"], None)
+        return {"users": sorted(sasl.users)}
+
     return ControlServer({
         ("GET", "/state"): get_state,
         ("POST", "/faults"): add_fault,
@@ -166,4 +193,6 @@ def control_server(cluster: FakeClusterDouble, port: int = 0, host: str = "127.0
         ("POST", "/controller"): move_controller,
         ("POST", "/brokers/{id}/down"): broker_down,
         ("POST", "/brokers/{id}/up"): broker_up,
+        ("PUT", "/users/{name}"): set_user,
+        ("DELETE", "/users/{name}"): remove_user,
     }, host=host, port=port)

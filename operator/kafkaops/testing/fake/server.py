@@ -27,6 +27,8 @@ from kio.schema.errors import ErrorCode
 
 from kafkaops.kafka.wire import FrameError, RequestFrame, build, decode_request, encode_response, read_size, response_class
 
+from kafkaops.testing.sasl_double import SaslServerDouble
+
 from .acls import AclBinding
 from .context import CloseConnection, ItemError, RequestContext
 from .faults import THROTTLE_MIN_VERSION, FaultDouble, FaultKind, FaultPlan
@@ -37,6 +39,7 @@ from .versions import ACL_APIS, API_VERSIONS, SASL_APIS, SUPPORTED_VERSIONS, adv
 log = logging.getLogger(__name__)
 
 MAX_FRAME_BYTES = 100 * MIB
+SASL_LISTENER_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 WRITE_HIGH_WATER = 1 * MIB
 
 
@@ -83,6 +86,7 @@ class _Listener:
 @dataclass(slots=True)
 class _Connection:
     session: SaslSessionLike | None
+    on_sasl_listener: bool = False
 
 
 @dataclass(slots=True)
@@ -135,7 +139,15 @@ class FakeClusterDouble:
     UNSUPPORTED_VERSION; ``max_versions`` / ``per_broker_max_versions`` cap
     advertised versions; ``acls_enabled=False`` answers SECURITY_DISABLED;
     ``sasl`` (an object with ``new_session()``) gates every connection;
-    ``ssl_context`` serves TLS.
+    ``ssl_context`` serves TLS. ``sasl_port`` (0: free ports) adds a second,
+    SASL_PLAINTEXT listener per broker at ``sasl_port + i``, gated by
+    ``sasl_listener``, else ``sasl``, else SCRAM-SHA-256/512 and PLAIN with no
+    static users (so the main listeners can stay plaintext for the admin side);
+    Metadata asked there advertises the SASL ports, as a broker does per listener.
+    SCRAM logins on any listener check the credentials stored through
+    AlterUserScramCredentials first (a ``SaslServerDouble`` given without a
+    ``scram_lookup`` is connected to the double's store); PLAIN needs the plain
+    password, so only the ``SaslServerDouble``'s own users pass it.
 
     Behaviour: ``record_limit`` is KRaft's metadata-records-per-request cap
     (POLICY_VIOLATION above it); ``default_partitions`` and
@@ -167,6 +179,8 @@ class FakeClusterDouble:
         acls_enabled: bool = True,
         sasl: SaslServerLike | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        sasl_port: int | None = None,
+        sasl_listener: SaslServerLike | None = None,
         record_limit: int = 10_000,
         partition_size_bytes: int = 10 * MIB,
         reassignment_step_bytes: int = 4 * MIB,
@@ -215,7 +229,22 @@ class FakeClusterDouble:
         self._ssl = ssl_context
         self._faults = FaultPlan()
         self._listeners = {b.node_id: _Listener(b.node_id) for b in members}
+        self._sasl_listeners: dict[int, _Listener] = {}
+        self.sasl_listener: SaslServerLike | None = None
+        if sasl_port is not None:
+            self.sasl_listener = sasl_listener or sasl or SaslServerDouble({}, mechanisms=SASL_LISTENER_MECHANISMS)
+            for i, b in enumerate(members):
+                b.sasl_port = sasl_port + i if sasl_port else 0
+                self._sasl_listeners[b.node_id] = _Listener(b.node_id)
+        for server in (sasl, self.sasl_listener):
+            if isinstance(server, SaslServerDouble) and server.scram_lookup is None:
+                server.scram_lookup = self.state.principals.scram_credential  # SCRAM credentials are cluster-wide
         self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def sasl(self) -> SaslServerLike | None:
+        """The SASL gate of every connection (None: plaintext without authentication)."""
+        return self._sasl
 
     # ------------------------------------------------------------- lifecycle
     async def start(self) -> FakeClusterDouble:
@@ -231,7 +260,7 @@ class FakeClusterDouble:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
-        for listener in self._listeners.values():
+        for listener in [*self._listeners.values(), *self._sasl_listeners.values()]:
             await self._close_listener(listener)
 
     async def __aenter__(self) -> FakeClusterDouble:
@@ -244,7 +273,7 @@ class FakeClusterDouble:
 
     async def _listen(self, broker: BrokerDouble) -> None:
         server = await asyncio.start_server(
-            functools.partial(self._serve, broker.node_id),
+            functools.partial(self._serve, broker.node_id, False),
             self.host,
             broker.port,
             ssl=self._ssl,
@@ -252,6 +281,12 @@ class FakeClusterDouble:
         )
         broker.port = server.sockets[0].getsockname()[1]
         self._listeners[broker.node_id].server = server
+        if broker.node_id in self._sasl_listeners:
+            sasl = await asyncio.start_server(
+                functools.partial(self._serve, broker.node_id, True), self.host, broker.sasl_port, reuse_address=True
+            )
+            broker.sasl_port = sasl.sockets[0].getsockname()[1]
+            self._sasl_listeners[broker.node_id].server = sasl
 
     async def _close_listener(self, listener: _Listener) -> None:
         if listener.server is not None:
@@ -284,6 +319,13 @@ class FakeClusterDouble:
     def bootstrap(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.state.brokers.values())
 
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listeners (with ``sasl_port``), like ``bootstrap``."""
+        if not self._sasl_listeners:
+            raise RuntimeError("this fake cluster has no SASL listener (pass sasl_port)")
+        return ",".join(f"{b.host}:{b.sasl_port}" for b in self.state.brokers.values())
+
     def address(self, broker_id: int) -> tuple[str, int]:
         broker = self.state.brokers[broker_id]
         return broker.host, broker.port
@@ -301,15 +343,18 @@ class FakeClusterDouble:
         """Move the controller to ``to`` or the next live broker; returns the new controller id."""
         return self.state.move_controller(to)
 
-    def advertised_versions(self, broker_id: int) -> dict[int, tuple[int, int]]:
+    def advertised_versions(self, broker_id: int, sasl: bool | None = None) -> dict[int, tuple[int, int]]:
+        """What ``broker_id`` advertises; ``sasl``: on a SASL listener (default: the main one)."""
         caps = {**self.max_versions, **self.per_broker_max_versions.get(broker_id, {})}
-        return advertised_versions(self.disabled_apis, caps, self._sasl is not None)
+        return advertised_versions(self.disabled_apis, caps, self._sasl is not None if sasl is None else sasl)
 
     # --------------------------------------------------------------- brokers
     async def stop_broker(self, broker_id: int) -> None:
         """Take a broker down: it stops listening, its connections close, leaders move."""
         self.state.broker_down(broker_id)
         await self._close_listener(self._listeners[broker_id])
+        if broker_id in self._sasl_listeners:
+            await self._close_listener(self._sasl_listeners[broker_id])
 
     async def start_broker(self, broker_id: int) -> None:
         """Bring a broker back on its old port; it rejoins ISRs (leadership stays put)."""
@@ -382,12 +427,15 @@ class FakeClusterDouble:
         self.requests.clear()
 
     # ---------------------------------------------------------------- server
-    async def _serve(self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        listener = self._listeners[broker_id]
+    async def _serve(
+        self, broker_id: int, on_sasl: bool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        listener = (self._sasl_listeners if on_sasl else self._listeners)[broker_id]
         task = asyncio.current_task()
         assert task is not None
         listener.connections[writer] = task
-        conn = _Connection(self._sasl.new_session() if self._sasl is not None else None)
+        server = self.sasl_listener if on_sasl else self._sasl
+        conn = _Connection(server.new_session() if server is not None else None, on_sasl)
         try:
             await self._serve_frames(broker_id, conn, reader, writer)
         except (asyncio.IncompleteReadError, OSError, asyncio.CancelledError):
@@ -439,7 +487,7 @@ class FakeClusterDouble:
 
     async def _dispatch(self, broker_id: int, conn: _Connection, frame: RequestFrame) -> _Reply:
         api, version = frame.api_key, frame.api_version
-        advertised = self.advertised_versions(broker_id)
+        advertised = self.advertised_versions(broker_id, conn.session is not None)
         if api == API_VERSIONS:
             self._record(broker_id, frame, 1)
             return _Reply(encode_response(self._api_versions(advertised, frame), frame.correlation_id))
@@ -458,6 +506,7 @@ class FakeClusterDouble:
         if effects.drop_before or not self.state.is_alive(broker_id):
             return _CLOSE
         ctx = self._context(broker_id, api, version, forced, effects)
+        ctx.sasl_listener = conn.on_sasl_listener
         response = handler.handle(ctx, frame.body)
         if effects.drop_after:
             return _CLOSE

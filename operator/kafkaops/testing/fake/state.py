@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import random
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from .acls import AclBinding
 from .catalog import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigSpec, ConfigType, broker_spec
 from .placement import assign_replicas
+from .principals import PrincipalStoreDouble
 
 MIB = 1024 * 1024
 LOG_DIR = "/var/lib/kafka/data"
@@ -42,6 +44,7 @@ class BrokerDouble:
     port: int
     rack: str | None
     alive: bool = True
+    sasl_port: int | None = None  # the SASL_PLAINTEXT listener, when the double has one
 
 
 @dataclass(slots=True)
@@ -156,12 +159,14 @@ class ClusterStateDouble:
         self.default_configs: dict[str, str] = {}
         self._defaults_cache: dict[int, dict[str, ConfigEntry]] = {}
         self.acls: dict[AclBinding, None] = {}
+        self.principals = PrincipalStoreDouble()  # SCRAM credentials and client quotas
         self.reassignments: dict[tuple[str, int], ReassignmentDouble] = {}
         self.pending_leaders: dict[tuple[str, int], int] = {}
         self.tick = 0
         # per topic name: how often it was created, deleted, and how often a create met TOPIC_ALREADY_EXISTS
         self.created: Counter[str] = Counter()
         self.deleted: Counter[str] = Counter()
+        self.deletion_times: list[tuple[float, str]] = []  # (wall-clock time, topic) of each deletion
         self.already_exists: Counter[str] = Counter()
 
     # ----------------------------------------------------------------- brokers
@@ -265,6 +270,7 @@ class ClusterStateDouble:
     def remove_topic(self, name: str) -> TopicDouble:
         topic = self.topics.pop(name)
         self.deleted[name] += 1
+        self.deletion_times.append((time.time(), name))
         del self.topic_ids[topic.topic_id]
         self._collisions.pop(collision_key(name), None)
         for partition in topic.partitions:

@@ -29,6 +29,10 @@ SUPPORTED_VERSIONS: Mapping[int, tuple[int, int]] = {
     44: (0, 1),  # IncrementalAlterConfigs
     45: (0, 0),  # AlterPartitionReassignments
     46: (0, 0),  # ListPartitionReassignments
+    48: (0, 1),  # DescribeClientQuotas
+    49: (0, 1),  # AlterClientQuotas
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     60: (0, 1),  # DescribeCluster
 }
 

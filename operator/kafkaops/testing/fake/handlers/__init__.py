@@ -15,6 +15,12 @@ from ..context import RequestContext
 from .acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from .cluster import handle_describe_cluster, handle_metadata
 from .configs import handle_describe_configs, handle_incremental_alter_configs
+from .principals import (
+    handle_alter_client_quotas,
+    handle_alter_user_scram_credentials,
+    handle_describe_client_quotas,
+    handle_describe_user_scram_credentials,
+)
 from .replicas import (
     handle_alter_partition_reassignments,
     handle_describe_log_dirs,
@@ -58,6 +64,10 @@ def _one(body: Any, version: int) -> int:
     return 1
 
 
+def _scram_alterations(body: Any, version: int) -> int:
+    return len(body.deletions) + len(body.upsertions)
+
+
 HANDLERS: dict[int, ApiHandler] = {
     3: ApiHandler(handle_metadata, _len("topics")),
     19: ApiHandler(handle_create_topics, _len("topics")),
@@ -72,6 +82,10 @@ HANDLERS: dict[int, ApiHandler] = {
     44: ApiHandler(handle_incremental_alter_configs, _len("resources")),
     45: ApiHandler(handle_alter_partition_reassignments, _nested("topics", "partitions")),
     46: ApiHandler(handle_list_partition_reassignments, _len("topics")),
+    48: ApiHandler(handle_describe_client_quotas, _one),
+    49: ApiHandler(handle_alter_client_quotas, _len("entries")),
+    50: ApiHandler(handle_describe_user_scram_credentials, _one),
+    51: ApiHandler(handle_alter_user_scram_credentials, _scram_alterations),
     60: ApiHandler(handle_describe_cluster, _one),
 }
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ..acls import AclBinding, AclFilter, group_by_resource, matches, validate_binding, validate_filter
+from ..acls import AclBinding, AclBindingFilter, group_by_resource, matches, validate_binding, validate_filter
 from ..context import ItemError, RequestContext
 from .common import invalid_request, respond
 
 
-def _filter(item: Any) -> AclFilter:
-    return AclFilter(
+def _filter(item: Any) -> AclBindingFilter:
+    return AclBindingFilter(
         item.resource_type_filter,
         item.resource_name_filter,
         item.pattern_type_filter,

@@ -98,9 +98,10 @@ def _requested_topic(ctx: RequestContext, item: Any) -> Any:
     return _topic_entity(state, topic, ctx.version)
 
 
-def _brokers(state: ClusterStateDouble, id_field: str) -> list[dict[str, Any]]:
+def _brokers(state: ClusterStateDouble, id_field: str, sasl_listener: bool = False) -> list[dict[str, Any]]:
+    """Live brokers, with the ports of the listener the request came in on."""
     return [
-        {id_field: b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+        {id_field: b.node_id, "host": b.host, "port": b.sasl_port if sasl_listener else b.port, "rack": b.rack}
         for b in state.brokers.values()
         if b.alive
     ]
@@ -118,7 +119,7 @@ def handle_metadata(ctx: RequestContext, body: Any) -> Any:
         ctx,
         {
             "throttle_time": ctx.throttle_time,
-            "brokers": _brokers(state, "node_id"),
+            "brokers": _brokers(state, "node_id", ctx.sasl_listener),
             "cluster_id": state.cluster_id,
             "controller_id": state.reported_controller(),
             "topics": topics,
@@ -142,7 +143,7 @@ def handle_describe_cluster(ctx: RequestContext, body: Any) -> Any:
             "endpoint_type": BROKER_ENDPOINTS,
             "cluster_id": state.cluster_id,
             "controller_id": state.reported_controller(),
-            "brokers": _brokers(state, "broker_id") if error is None else [],
+            "brokers": _brokers(state, "broker_id", ctx.sasl_listener) if error is None else [],
             "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
         },
     )

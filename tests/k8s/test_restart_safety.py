@@ -1,0 +1,192 @@
+"""What must survive the operator process: the topic-deletion cap (recorded in the KafkaCluster's
+status, merged by the next process) and credentials rotated in their Secret (re-read when the
+cluster refuses the old ones). Found by the chaos soak (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kafkaops.k8s.context import Clusters, Connection, DeletionGate, OperatorSettings, deletion_times, recorded_deletions
+from kafkaops.k8s.metrics import Metrics
+from kafkaops.k8s.reconciler import Reconciler
+from kafkaops.kafka import AdminClient
+from kafkaops.testing.fake_cluster import FakeClusterDouble, FaultDouble
+from kafkaops.testing.sasl_double import SaslServerDouble
+
+from k8s_helpers import CatalogDouble, SecretReaderDouble, cluster_body, condition, connect, topic_body
+
+SETTINGS = OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01}, retry_delay=1.0,
+                            metrics_port=None, reconnect_min=0.05, reconnect_max=0.2)
+
+
+class StatusWriterDouble:
+    """The API's status subresource: keeps what the operator wrote, or refuses when told to."""
+
+    def __init__(self) -> None:
+        self.written: list[tuple[str, str, str, dict[str, Any]]] = []
+        self.refuse = False
+
+    async def __call__(self, plural: str, namespace: str, name: str, status: Any) -> None:
+        if self.refuse:
+            raise RuntimeError("HTTP 500 (injected)")
+        self.written.append((plural, namespace, name, dict(status)))
+
+    def cluster_status(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for plural, _ns, _name, status in self.written:
+            if plural == "kafkaclusters":
+                merged.update(status)
+        return merged
+
+
+def operator(catalog: CatalogDouble, writer: StatusWriterDouble, reader: SecretReaderDouble | None = None) -> Reconciler:
+    return Reconciler(Clusters(reader or SecretReaderDouble(), SETTINGS), catalog, Metrics(), status_writer=writer)
+
+
+async def topics_in(bootstrap: str, **security: Any) -> set[str]:
+    async with AdminClient.connect(bootstrap, **security) as admin:
+        return set((await admin.metadata(None)).topics)
+
+
+def test_the_gate_counts_deletions_another_process_recorded() -> None:
+    first = DeletionGate(cap=2, window=60)
+    assert first.admit("a", now=1000.0) and first.admit("b", now=1001.0)
+    recorded = recorded_deletions({"status": {"recentTopicDeletions": deletion_times(first.recent(now=1002.0))}})
+    assert recorded == pytest.approx([1000.0, 1001.0])
+    restarted = DeletionGate(cap=2, window=60)
+    restarted.merge(recorded)
+    assert not restarted.admit("c", now=1002.0), "the cap holds across the restart"
+    assert restarted.admit("c", now=1061.5), "and frees up as the window slides"
+    assert recorded_deletions({"status": {"recentTopicDeletions": ["not a time"]}}) == []
+
+
+async def test_the_deletion_cap_holds_across_an_operator_restart() -> None:
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        cluster = cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete", "maxDeletionsPerReconcile": 2})
+        first = operator(catalog, writer)
+        await connect(first, cluster)
+        doomed = [catalog.add(topic_body(f"doomed-{i}")) for i in range(3)]
+        for item in doomed:
+            assert condition(await first.reconcile(item), "Ready")["status"] == "True"
+        assert (await first.remove(doomed[0])).release and (await first.remove(doomed[1])).release
+        assert len(writer.cluster_status()["recentTopicDeletions"]) == 2, "recorded before deleting"
+        await first.close()  # the process dies; the API keeps the KafkaCluster's status
+        catalog.add({**cluster, "status": writer.cluster_status()})
+        second = operator(catalog, writer)
+        await connect(second, catalog.cluster(("team", "main")))
+        held = await second.remove(doomed[2])
+        assert not held.release and condition(held, "Reconciling")["reason"] == "DeletionCapExceeded"
+        assert "doomed-2" in await topics_in(fake.bootstrap)
+        await second.close()
+
+
+async def test_no_deletion_without_a_record() -> None:
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete"}))
+        topic = catalog.add(topic_body("keep-me"))
+        await reconciler.reconcile(topic)
+        writer.refuse = True
+        result = await reconciler.remove(topic)
+        assert not result.release and condition(result, "Reconciling")["reason"] == "DeletionNotRecorded"
+        assert "keep-me" in await topics_in(fake.bootstrap)
+        writer.refuse = False
+        assert (await reconciler.remove(topic)).release
+        assert "keep-me" not in await topics_in(fake.bootstrap)
+        await reconciler.close()
+
+
+async def test_a_password_rotated_in_its_secret_is_used_after_the_cluster_refuses_the_old_one() -> None:
+    old, new = "first-Pa55word-x1", "second-Pa55word-y2"
+    sasl = SaslServerDouble({"ops": old}, mechanisms=("SCRAM-SHA-512",))
+    async with FakeClusterDouble(brokers=1, sasl=sasl) as fake:
+        secrets = {("team", "kafka-creds"): {"username": b"ops", "password": old.encode()}}
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer, SecretReaderDouble(secrets))
+        cluster = cluster_body(fake.bootstrap, sasl={"mechanism": "SCRAM-SHA-512",
+                                                      "credentialsSecretRef": {"name": "kafka-creds"}})
+        await connect(reconciler, cluster)
+        context = reconciler.clusters.contexts()[0]
+        assert context.state is Connection.READY, context.problem
+        # the broker takes the new password only, then the Secret follows; the operator's open
+        # connection stays authenticated until it drops
+        sasl.set_password("ops", new)
+        secrets[("team", "kafka-creds")] = {"username": b"ops", "password": new.encode()}
+        fake.inject(FaultDouble.drop_connection(after_apply=False))
+        topic = catalog.add(topic_body("after-rotation"))
+        first = await reconciler.reconcile(topic)
+        for _ in range(200):  # the probe re-reads the Secret and reconnects
+            if context.state is Connection.READY:
+                break
+            await asyncio.sleep(0.05)
+        assert context.state is Connection.READY, (context.state, context.problem)
+        result = first if condition(first, "Ready")["status"] == "True" else await reconciler.reconcile(topic)
+        assert condition(result, "Ready")["status"] == "True", result.status
+        assert "after-rotation" in fake.state.topics
+        statuses = repr(writer.written) + repr(result.status) + repr(context.problem)
+        assert old not in statuses and new not in statuses
+        await reconciler.close()
+
+
+async def test_a_cluster_status_the_api_refused_is_written_later() -> None:
+    """Soak: the KafkaCluster's status write after a state change was refused (injected 409, 500)
+    and never tried again: the state it reports may not change for hours."""
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        context = reconciler.clusters.contexts()[0]
+        writer.refuse = True
+        reconciler.clusters.mark_down(context, ConnectionError("dropped"))  # down, then up again
+        for _ in range(100):
+            if context.state is Connection.READY and context.reported is None:
+                break
+            await asyncio.sleep(0.05)
+        assert context.reported is None, "the refused report is pending"
+        writer.written.clear()
+        writer.refuse = False
+        for _ in range(100):
+            if writer.cluster_status().get("conditions"):
+                break
+            await asyncio.sleep(0.05)
+        assert condition(writer.cluster_status(), "Ready")["status"] == "True", writer.written
+        await reconciler.close()
+
+
+class ReassignmentsRefusedDouble:
+    """The cluster's reassignment manager when the broker refuses the login at planning time."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    async def plan(self, steps: Any) -> Any:
+        from kafkaops.reconcile import Problem
+
+        return {}, {key: Problem("AuthenticationFailed", "preparing the partition reassignment: SASL refused")
+                    for key, _ in steps}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+async def test_a_login_refused_while_planning_a_replica_change_waits_for_the_cluster() -> None:
+    """Soak: the refusal came while the reassignment was being prepared; the topic went Stalled
+    (AuthenticationFailed is not retriable by itself) and stayed so after the cluster came back."""
+    async with FakeClusterDouble(brokers=3) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer)
+        await connect(reconciler, cluster_body(fake.bootstrap))
+        topic = catalog.add(topic_body("grow-rf", 1, 1))
+        assert condition(await reconciler.reconcile(topic), "Ready")["status"] == "True"
+        context = reconciler.clusters.contexts()[0]
+        context.reassignments = ReassignmentsRefusedDouble(context.reassignments)
+        topic["spec"]["replicationFactor"], topic["metadata"]["generation"] = 2, 2
+        result = await reconciler.reconcile(topic)
+        assert condition(result, "Stalled")["status"] == "False", result.status
+        assert condition(result, "Reconciling")["reason"] == "ClusterNotReady" and result.waits_for == ("team", "main")
+        await reconciler.close()
