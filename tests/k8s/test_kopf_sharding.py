@@ -62,6 +62,7 @@ def handlers(monkeypatch) -> Iterator[list[str]]:
         yield ran
     finally:
         kopf_sharding.uninstall()
+    assert processing.process_resource_causes is kopf_sharding._KOPF, "kopf's own is back for later tests"
 
 
 async def run(resource: kopf.Resource, obj: kopf.Body) -> tuple[Any, kopf.Patch]:

@@ -33,7 +33,8 @@ class Epochs(Protocol):
         """Start the Lease loop (in the context of kopf's object processing: see `_sharded`)."""
 
 
-_original = processing.process_resource_causes
+_KOPF = processing.process_resource_causes  # kopf's own, put back by uninstall()
+_original = _KOPF  # what the wrapper calls (the tests stand in for kopf here)
 _owner: list[Epochs] = []  # the installed Sharder (one operator per process)
 
 
@@ -73,7 +74,7 @@ def install(owner: Epochs) -> None:
 
 def uninstall() -> None:
     _owner.clear()
-    processing.process_resource_causes = _original  # type: ignore[assignment]
+    processing.process_resource_causes = _KOPF  # type: ignore[assignment]
 
 
 def installed() -> bool:
