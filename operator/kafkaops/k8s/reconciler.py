@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -24,7 +23,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafkaops.k8s.catalog import Catalog
+from kafkaops.k8s.cluster_status import ClusterStatus
 from kafkaops.k8s.drift import Resync
+from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
@@ -33,14 +34,10 @@ from kafkaops.k8s.context import (
     ClusterContext,
     ClusterKey,
     Clusters,
-    Connection,
-    deletion_times,
     recorded_deletions,
 )
-from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.kinds import (
     CLAIMED,
-    CLUSTER_PLURAL,
     PLURALS,
     Claim,
     claim_key,
@@ -108,7 +105,7 @@ Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plu
 
 
 @dataclass
-class Reconciler(Resync):
+class Reconciler(ClusterStatus, Resync, Handover):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -117,6 +114,8 @@ class Reconciler(Resync):
     event_poster: EventPoster | None = None
     annotator: Annotator | None = None  # the resync's nudge of a deletion kopf dropped (drift.py)
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
+    owner: Ownership = field(default_factory=OwnsEverything)  # sharded mode: the Sharder (handover.py)
+    toucher: Toucher | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
@@ -148,6 +147,8 @@ class Reconciler(Resync):
     async def _context_for(self, key: ClusterKey) -> tuple[ClusterContext | None, tuple[str, str] | None]:
         """The resource's cluster context, connected; or why the resource must wait: (reason, message)."""
         namespace, name = key
+        if not self.owner.owns(key):  # handed over meanwhile: the new owner picks it up
+            return None, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name} is worked on by another replica")
         cluster_body = self.catalog.cluster(key)
         if cluster_body is None:
             return None, (CLUSTER_NOT_FOUND, f"KafkaCluster {namespace}/{name} does not exist (yet)")
@@ -275,12 +276,16 @@ class Reconciler(Resync):
                     return following
                 extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
         options = RunOptions(all_topics=False, defer_replica_changes=True)
+        engine = context.engine  # a context closed meanwhile (handed over, deleted) drops its engine
         try:
-            report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
+            report = await engine.reconcile(DesiredState.of([model], context.model), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
         except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
             return self._connection_lost(body, context, exc, AUTHENTICATION_FAILED)
+        if context.engine is not engine:
+            return self._wait(body, context.key, CLUSTER_NOT_READY,
+                              f"KafkaCluster {context.key[0]}/{context.key[1]}: its connection was closed")
         outcome = next(o for o in report.outcomes if o.source == model.source)
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
             return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
@@ -288,11 +293,14 @@ class Reconciler(Resync):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            fields = await self._topic_fields(context, model, outcome, fields)
+            try:
+                fields = await self._topic_fields(context, model, outcome, fields)
+            except KafkaConnectionError as exc:  # closed meanwhile (handed over): a wait
+                return self._connection_lost(body, context, exc)
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
-        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
-        self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
+        self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
+        self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
     @staticmethod
@@ -415,8 +423,9 @@ class Reconciler(Resync):
                         Phase.RECONCILING, "DeletionNotRecorded", "the KafkaCluster's status did not take the deletion "
                         "record (the cap must hold across restarts): retrying")), retry_after=2.0)
             try:
-                planned = await context.engine.plan_removal(model)
-                report = await context.engine.apply(planned, RunOptions(all_topics=False))
+                engine = context.engine
+                planned = await engine.plan_removal(model)
+                report = await engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
             except AuthenticationFailed as exc:
@@ -433,78 +442,7 @@ class Reconciler(Resync):
         return self._result(body, verdict if verdict.phase is Phase.RECONCILING else
                             Verdict(Phase.RECONCILING, verdict.reason, verdict.message))
 
-    # --- clusters ---------------------------------------------------------------------------------------
-
-    async def cluster_changed(self, body: Mapping[str, Any]) -> Result:
-        """A KafkaCluster was created, resumed or its spec changed: (re)connect its context.
-
-        The status follows the connection: written by `cluster_state_changed` on every change of
-        state; a resume that finds the connection as it was writes nothing."""
-        checked = check_custom_resource(body)
-        if checked.resource is None or not isinstance(checked.resource, KafkaCluster):
-            errors = [i for i in checked.issues if i.is_error]
-            return self._result(body, Verdict(Phase.STALLED, errors[0].rule if errors else "Invalid",
-                                              "; ".join(f"{i.path}: {i.reason}" for i in errors)))
-        context = await self.clusters.ensure(checked.resource)
-        await self.clusters.wait_settled(context)
-        return self._cluster_report(body, context)
-
-    def _cluster_report(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
-        """The KafkaCluster's result for its context's state, once per state: the handler and the
-        listener both report, and whichever comes second finds nothing new to write or post."""
-        fingerprint = (context.state, context.problem, json.dumps(context.description, sort_keys=True, default=str))
-        if context.reported == fingerprint:
-            return Result()
-        context.reported = fingerprint
-        return self._cluster_result(body, context)
-
-    def _cluster_result(self, body: Mapping[str, Any], context: ClusterContext) -> Result:
-        if context.state is Connection.READY:
-            description = dict(context.description)
-            message = (f"connected: {len(description.get('brokers', []))} broker(s), controller "
-                       f"{description.get('controllerId')}")
-            return replace(self._result(body, Verdict(Phase.READY, "Connected", message), description), retry_after=None)
-        problem = context.problem or Problem("Connecting", "connecting", True)
-        phase = Phase.RECONCILING if problem.retriable else Phase.STALLED
-        # no kopf retry: the context keeps trying and reports every change itself
-        return replace(self._result(body, Verdict(phase, problem.reason, problem.message)), retry_after=None)
-
-    async def cluster_state_changed(self, context: ClusterContext) -> None:
-        """The listener of every context: the KafkaCluster's status and Event follow the connection;
-        the waiting resources run when it connects; Ready ones are told once when it goes down."""
-        await self._report(context)
-        if context.state is Connection.READY:
-            await self.run_waiting(context.key)
-        elif context.state is Connection.DOWN:
-            await self._mark_waiting(context)
-
-    async def _report(self, context: ClusterContext) -> None:
-        """The KafkaCluster's status for its connection's state; refused after its retries, it is
-        written again later (not never: the state it reports may not change again for hours)."""
-        body = self.catalog.cluster(context.key)
-        if body is None or self.status_writer is None or self.clusters.get(context.key) is not context:
-            return
-        try:
-            await self.publish(body, self._cluster_report(body, context), CLUSTER_PLURAL)
-        except Exception as exc:  # noqa: BLE001 - logged; retried below
-            context.reported = None
-            log.warning("KafkaCluster %s/%s: writing its status failed (%s: %s); trying again in %gs",
-                        *context.key, type(exc).__name__, exc, self.retry_delay)
-            self._later(self.retry_delay, lambda: self._report(context))
-
-    async def _mark_waiting(self, context: ClusterContext) -> None:
-        """An outage: every settled resource of the cluster goes Reconciling (ClusterNotReady) once,
-        without an Event each, and waits for the cluster to come back."""
-        problem = context.problem or Problem(CLUSTER_NOT_READY, "not connected", True)
-        message = f"KafkaCluster {context.key[0]}/{context.key[1]}: {problem.reason}: {problem.message}"
-        for body in self.catalog.resources(context.key):
-            if is_paused(body) or is_unmanaged(body) or (body.get("metadata") or {}).get("deletionTimestamp"):
-                continue
-            if not is_settled(body.get("status"), generation_of(body)) or uid_of(body) in self.waiting:
-                continue
-            result = self._wait(body, context.key, CLUSTER_NOT_READY, message)
-            self.waiting.add(context.key, uid_of(body), {**body, "status": result.status or body.get("status")})
-            await self.publish(body, result)
+    # --- clusters: k8s/cluster_status.py (ClusterStatus) ----------------------------------------------
 
     async def run_waiting(self, key: ClusterKey) -> None:
         """Run every resource parked on cluster `key`, concurrently (their items join the same batches)."""
@@ -539,57 +477,16 @@ class Reconciler(Resync):
         task.add_done_callback(self._tasks.discard)
 
     async def publish(self, body: Mapping[str, Any], result: Result, plural: str | None = None) -> None:
-        """Write a result outside a handler of the resource: its status and its Event."""
+        """Write a result outside a handler of the resource: its status and its Event (never for a
+        cluster this replica no longer owns)."""
+        if not self.owner.owns(self.cluster_key(body, plural)):
+            return
         metadata = body.get("metadata") or {}
         if result.status is not None and self.status_writer is not None:
             await self.status_writer(plural or PLURALS.get(str(body.get("kind")), ""), metadata.get("namespace"),
                                      metadata.get("name"), result.status)
         if result.event is not None and self.event_poster is not None:
             self.event_poster(body, result.event)
-
-    async def cluster_deleted(self, body: Mapping[str, Any]) -> Result:
-        """A KafkaCluster is being deleted. Its finalizer stays while resources still reference it, so
-        deleting a namespace (cluster and topics at once) applies every topic's deletion policy instead
-        of releasing them all as "cluster gone". kafkaops.io/managed=false on the KafkaCluster lets it
-        go at once (its resources are then released without touching Kafka)."""
-        metadata = body.get("metadata") or {}
-        key = (metadata.get("namespace"), metadata.get("name"))
-        waiting = [b for b in self.catalog.resources(key) if uid_of(b) != uid_of(body)]
-        if waiting and not is_unmanaged(body):
-            names = ", ".join(f"{b.get('kind')} {(b.get('metadata') or {}).get('namespace')}/"
-                              f"{(b.get('metadata') or {}).get('name')}" for b in waiting[:5])
-            more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
-            message = (f"waiting for the {len(waiting)} resource(s) that reference it to be deleted first ({names}{more}); "
-                       "annotate kafkaops.io/managed=false to let it go now (they are then released without "
-                       "touching Kafka)")
-            return replace(self._result(body, Verdict(Phase.RECONCILING, "ResourcesRemain", message)), retry_after=2.0)
-        checked = check_custom_resource(body)
-        names = secret_names(checked.resource) if isinstance(checked.resource, KafkaCluster) else set()
-        await self.clusters.close(key)
-        await self.clusters.release_secrets(key[0], names)  # the namespace's deletion may now finish
-        return Result(release=True)
-
-    async def _record_deletions(self, context: ClusterContext) -> bool:
-        """Write the deletions admitted within the window to the KafkaCluster's status, before the
-        deletion is sent: a restarted or another replica merges them (the cap holds across processes)."""
-        if self.status_writer is None or context.gate is None:
-            return True
-        try:
-            await self.status_writer(CLUSTER_PLURAL, context.key[0], context.key[1],
-                                     {"recentTopicDeletions": deletion_times(context.gate.recent())})
-        except Exception:  # noqa: BLE001 - the API refused after retries: no deletion without a record
-            log.warning("KafkaCluster %s/%s: recording a topic deletion failed; the deletion waits", *context.key,
-                        exc_info=True)
-            return False
-        return True
-
-    def confirm_deletions(self, body: Mapping[str, Any]) -> bool:
-        metadata = body.get("metadata") or {}
-        for context in self.clusters.contexts():
-            if context.key == (metadata.get("namespace"), metadata.get("name")) and context.gate is not None:
-                context.gate.confirm(self.clusters.settings.confirm_annotation_ttl)
-                return True
-        return False
 
     async def close(self) -> None:
         for task in list(self._tasks):
