@@ -25,6 +25,7 @@ from typing import Any
 
 from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.drift import Resync
+from kafkaops.k8s.principals import Principals
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
@@ -70,11 +71,11 @@ from kafkaops.k8s.status import (
     transition_event,
     unchanged,
 )
+from kafkaops.k8s.topic_status import topic_fields
 from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
-from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.reconcile.reassign.manager import ActiveRun
@@ -108,7 +109,7 @@ Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plu
 
 
 @dataclass
-class Reconciler(Resync):
+class Reconciler(Resync, Principals):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -274,9 +275,12 @@ class Reconciler(Resync):
                 if following is not None:
                     return following
                 extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
+        inputs = await self.principal_inputs(context, model, body)  # KafkaUser, KafkaClientQuota: principals.py
+        if (refused := inputs.verdict()) is not None:
+            return self._result(body, refused, inputs.fields)
         options = RunOptions(all_topics=False, defer_replica_changes=True)
         try:
-            report = await context.engine.reconcile(DesiredState.of([model], context.model), options)
+            report = await context.engine.reconcile(DesiredState.of([model], context.model, inputs.passwords), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
         except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
@@ -286,33 +290,14 @@ class Reconciler(Resync):
             return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         if outcome.ok and report.deferred.get(model.source):
             return await self._start_run(body, context, model, report.deferred[model.source])
-        fields = {**self._fields(context, model), **extra}
+        fields = {**self._fields(context, model), **extra, **self.principal_fields(context, model, inputs, outcome.ok)}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            fields = await self._topic_fields(context, model, outcome, fields)
+            fields = await topic_fields(context, model, outcome, fields)
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
         self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
-
-    @staticmethod
-    async def _topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
-                            fields: dict[str, Any]) -> dict[str, Any]:
-        """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
-        when this run created it (v7+ answers carry the id), else read through Metadata."""
-        assert context.engine is not None
-        created = outcome.created
-        if created is not None and created.topic_id is not None and created.partitions > 0 \
-                and created.replication_factor > 0:
-            found = {"topicId": str(created.topic_id), "partitions": created.partitions,
-                     "replicationFactor": created.replication_factor}
-        else:
-            info = await context.engine.batcher.describe_topic(model.topic_name)
-            if info.value is None:
-                return fields
-            found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
-                     "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
-        return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
@@ -389,7 +374,7 @@ class Reconciler(Resync):
             return Result(release=True, message="this resource never managed it (conflict): released")
         cluster = check_custom_resource(cluster_body).resource
         if isinstance(cluster, KafkaCluster):
-            policy = model.effective_deletion_policy(cluster) if isinstance(model, KafkaTopic) else \
+            policy = model.effective_deletion_policy(cluster) if hasattr(model, "effective_deletion_policy") else \
                 cluster.spec.topic_deletion.policy
             if policy is not DeletionPolicy.DELETE:
                 return Result(release=True, event=EventNote("Normal", "Retained",
