@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from kafkaops.k8s.context import ClusterContext
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
+from kafkaops.k8s.kinds import uid_of
 from kafkaops.k8s.status import Phase, Verdict
 from kafkaops.kafka.security import Secret
 from kafkaops.reconcile.principals import (
@@ -41,6 +42,7 @@ from kafkaops.reconcile.principals import (
 )
 from kafkaops.resources.kinds import API_GROUP, API_VERSION, KAFKA_USER
 from kafkaops.resources.users import KafkaClientQuota, KafkaUser
+from kafkaops.resources.validation import check_custom_resource
 
 log = logging.getLogger("kafkaops.operator")
 
@@ -211,6 +213,19 @@ class Principals:
     """The Reconciler's part for the principal kinds (mixed into it)."""
 
     clusters: Any
+    _prefetched: dict[str, Password | PasswordProblem]
+
+    async def prefetch_passwords(self, bodies: Iterable[Mapping[str, Any]]) -> None:
+        """Read the passwords of many KafkaUsers about to run together (the waiting room) before
+        any of them runs: then they reach the engine at the same moment and their credentials
+        share one AlterUserScramCredentials request, instead of trickling in behind their Secret
+        reads (1,000 users: 14 requests before, see docs/benchmarks.md)."""
+        users = [(b, m) for b in bodies if b.get("kind") == KAFKA_USER
+                 and isinstance(m := check_custom_resource(b).resource, KafkaUser) and m.authentication is not None]
+        if not users:
+            return
+        reads = await asyncio.gather(*(read_password(self.clusters.reader, m, b) for b, m in users))
+        self._prefetched.update({uid_of(b): read for (b, _), read in zip(users, reads)})
 
     def seed_quota_keys(self, context: ClusterContext, model: Any, body: Mapping[str, Any]) -> None:
         owner = principal_owner(model)
@@ -235,7 +250,7 @@ class Principals:
             return PrincipalInputs(fields=fields)
         auth = model.authentication
         fields.update(secretName=auth.secret_name, mechanism=auth.type.sasl_name, iterations=auth.iterations)
-        read = await read_password(self.clusters.reader, model, body)
+        read = self._prefetched.pop(uid_of(body), None) or await read_password(self.clusters.reader, model, body)
         if isinstance(read, PasswordProblem):
             return PrincipalInputs(fields=fields, problem=read)
         await self.seed_passwords(context, [(model, read, body)])
