@@ -143,7 +143,9 @@ def test_users_with_generated_and_referenced_passwords_and_client_quotas(stack) 
         assert "kafkaops.io/credentials-in-use" not in finalizers
 
         # no password in the operator's log, the Events or any status
-        seen = operator.log(10**8) + json.dumps([e.message for e in kube.events()]) + json.dumps(status)
+        log = operator.log(10**8)
+        assert "generated its password into Secret app" in log  # the log is there, and says what happened
+        seen = log + json.dumps([e.message for e in kube.events()]) + json.dumps(status)
         for password in (generated, "first-password-1", "second-password-2"):
             assert password not in seen
     finally:
