@@ -80,6 +80,8 @@ def main() -> None:
                   f"DescribeClientQuotas: {sent.get('DescribeClientQuotas', 0)}; credentials in Kafka: {len(stored)}; "
                   f"generated Secrets: {len(secrets)}; operator peak RSS {peak_rss_mib(operator.process.pid):.0f} MiB; "
                   f"load average {os.getloadavg()[0]:.2f}")
+            reported = [line for line in operator.log(10**9).splitlines() if "that waited for it" in line]
+            print(f"operator: {reported[-1].split(': ', 1)[-1] if reported else '?'}")
             assert len(stored) == count
             wait_until(lambda: RESYNCED in operator.log(10**9), timeout=300, what="the first resync")
             operator.kill()
