@@ -272,3 +272,19 @@ async def test_passwords_never_reach_logs(reconciler, secrets_api, caplog) -> No
     password = secrets_api.objects[("team", "gen")]["data"]["password"].decode()
     text = caplog.text + json.dumps(result.status) + json.dumps(generated.status) + repr(secrets_api._object("team", "gen"))
     assert "log-secret-value" not in text and password not in text
+
+
+async def test_switching_to_another_secret_releases_the_first(reconciler, fake, secrets_api) -> None:
+    secrets_api.put("team", "pw-a", {"password": b"password-a"})
+    secrets_api.put("team", "pw-b", {"password": b"password-b"})
+    user = reconciler.catalog.add(user_body("switch", {"type": "scram-sha-256", "passwordSecretRef": {"name": "pw-a"}}))
+    user["status"] = (await reconciler.reconcile(user)).status
+    assert SECRET_FINALIZER in secrets_api.objects[("team", "pw-a")]["finalizers"]
+    user["spec"]["authentication"]["passwordSecretRef"]["name"] = "pw-b"
+    user["metadata"]["generation"] = 2
+    result = await reconciler.reconcile(user)
+    assert condition(result, "Ready")["status"] == "True" and result.status["secretName"] == "pw-b"
+    assert SECRET_FINALIZER not in secrets_api.objects[("team", "pw-a")]["finalizers"]
+    assert SECRET_FINALIZER in secrets_api.objects[("team", "pw-b")]["finalizers"]
+    assert password_works(fake, "switch", "SCRAM-SHA-256", "password-b")
+

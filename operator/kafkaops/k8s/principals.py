@@ -213,6 +213,7 @@ class Principals:
     """The Reconciler's part for the principal kinds (mixed into it)."""
 
     clusters: Any
+    catalog: Any
     _prefetched: dict[str, Password | PasswordProblem]
 
     async def prefetch_passwords(self, bodies: Iterable[Mapping[str, Any]]) -> None:
@@ -254,6 +255,10 @@ class Principals:
         if isinstance(read, PasswordProblem):
             return PrincipalInputs(fields=fields, problem=read)
         await self.seed_passwords(context, [(model, read, body)])
+        previous = status_of(body).get("secretName")
+        if isinstance(previous, str) and previous != auth.secret_name:  # the spec names another Secret now
+            await release_user_secret(self.clusters.reader, {**body, "spec": {"authentication": {
+                "passwordSecretRef": {"name": previous}}}}, self.catalog.resources(context.key))
         return PrincipalInputs({model.user_name: read.value}, fields, {PASSWORD_VERSION: read.version})
 
     async def seed_passwords(self, context: ClusterContext,
