@@ -142,3 +142,13 @@ def test_invalid_manifest_counts_agree_with_the_lines_listed(tmp_path: Path) -> 
 
     validated = run_kafkaops("validate", str(path), tmp=tmp_path)
     assert validated.lines[-1].startswith(f"3 resources in 1 file: 1 valid, 2 invalid; {len(listed)} errors"), validated
+
+
+def test_run_sharding_refuses_peering_on_the_command_line_and_a_short_lease(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": ""}
+    both = run_kafkaops("run", "-A", "--sharding", "leases", "--peering", "kafkaops", tmp=tmp_path, env=env)
+    assert both.code == 1 and "--sharding and --peering exclude each other" in both.stderr, both
+    short = run_kafkaops("run", "-A", "--lease-duration", "1", tmp=tmp_path, env={**env, "KAFKAOPS_SHARDING": "leases"})
+    assert short.code == 1 and "--lease-duration 1: at least 3 seconds" in short.stderr, short

@@ -367,3 +367,20 @@ def test_network_policy_allows_metrics_in_and_dns_api_kafka_out(render: Any) -> 
     assert {(53, 53, "UDP"), (53, 53, "TCP"), (443, 443, "TCP"), (6443, 6443, "TCP")} <= set(egress)
     assert (9092, 9098, "TCP") in egress
     assert len(egress) == 5  # nothing else goes out
+
+
+def test_sharding_component_runs_three_active_replicas_with_a_lease_role(render: Any) -> None:
+    objs = render("manifests+sharding")
+    deployment = _one(objs, "Deployment")
+    assert deployment["spec"]["replicas"] == 3
+    env = {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["KAFKAOPS_SHARDING"]["value"] == "leases"  # overrides --peering (every replica active)
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"  # holderIdentity
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"  # where the Leases live
+    role = _one(objs, "Role", "kafkaops-leases")
+    assert role["metadata"]["namespace"] == OPERATOR_NS
+    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "verbs": ["get", "list", "watch", "create", "update", "delete"]}]
+    binding = _one(objs, "RoleBinding", "kafkaops-leases")
+    assert binding["roleRef"]["name"] == "kafkaops-leases" and binding["metadata"]["namespace"] == OPERATOR_NS
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kafkaops", "namespace": OPERATOR_NS}]

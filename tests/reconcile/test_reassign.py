@@ -447,7 +447,7 @@ def test_plan_change_problems_and_noop():
     brokers = {1: "a", 2: "b", 3: "c"}
     assert plan_change("t", [(1, 2)], 4, brokers) == Problem(
         "InvalidReplicationFactor", "topic 't': replication factor 4 needs at least that many live brokers "
-                                    "(live: [1, 2, 3])")
+                                    "(live: [1, 2, 3])", retriable=True)  # a broker that is down comes back
     assert plan_change("t", [(1, 2)], 2, brokers, target=[(1, 7)]).reason == "InvalidReplicaAssignment"
     assert not plan_change("t", [(1, 2), (2, 3)], 2, brokers), "nothing changes: an empty plan"
     partial = plan_change("t", [(1, 2), (2, 3)], 2, brokers, target=[(2, 1)])

@@ -37,7 +37,7 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 @click.option("--priority", type=int, default=None, metavar="N",
               help="Peering priority [random, never tied].")
 @click.option("--liveness", "liveness_endpoint", default=None, metavar="URL",
-              help="Liveness probe, e.g. http://0.0.0.0:8080/healthz.")
+              help="Liveness probe URL (e.g. :8080/healthz).")
 @click.option("--metrics-port", type=int, default=9090, metavar="PORT",
               help="Prometheus /metrics port; 0 disables [9090].")
 @click.option("--retry-delay", type=float, default=15.0, metavar="SEC",
@@ -46,12 +46,18 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
               help="A dead leader's takeover delay [60s].")
 @click.option("--deletion-window", type=float, callback=seconds(positive=True), default=300.0, metavar="SEC",
               help="Window of the topic-deletion cap [300s].")
+@click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
+              help="Spread KafkaClusters over all replicas.")
+# sharding's knobs, from the environment (docs/cli.md): hidden to keep the help on one screen
+@click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", hidden=True)
+@click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", hidden=True)
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
         priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
-        peering_lifetime: float, deletion_window: float, log_format: str, verbose: bool) -> None:
+        peering_lifetime: float, deletion_window: float, sharding: str | None, lease_duration: float,
+        lease_namespace: str | None, log_format: str, verbose: bool) -> None:
     """Run the Kubernetes operator (in-cluster service account, else KUBECONFIG).
 
     \b
@@ -72,17 +78,25 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
 
     if not clusterwide and not namespaces:
         raise click.UsageError("give -A/--all-namespaces or at least one -n/--namespace")
+    if sharding and peering_name:
+        source = click.get_current_context().get_parameter_source("sharding")
+        if source is not click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError("--sharding and --peering exclude each other: with sharding every replica is active")
+        peering_name = None  # KAFKAOPS_SHARDING (the sharding component) overrides the manifests' --peering
+    if lease_duration < 3:
+        raise click.UsageError(f"--lease-duration {lease_duration:g}: at least 3 seconds")
     kopf.configure(verbose=verbose, log_format=kopf.LogFormat[log_format.upper()])
     install_log_policy(verbose)
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
-    memo = kopf.Memo(operator_settings=OperatorSettings(retry_delay=retry_delay, metrics_port=metrics_port or None,
-                                                                peering_lifetime=peering_lifetime,
-                                                                deletion_window=deletion_window))
+    memo = kopf.Memo(operator_settings=OperatorSettings(
+        retry_delay=retry_delay, metrics_port=metrics_port or None, peering_lifetime=peering_lifetime,
+        deletion_window=deletion_window, sharding=sharding, lease_duration=lease_duration,
+        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default"))
     kopf.run(
         clusterwide=clusterwide,
         namespaces=list(namespaces),
-        standalone=standalone,
+        standalone=standalone or bool(sharding),  # sharded: every replica is active, no kopf peering
         peering_name=peering_name,
         priority=priority,
         liveness_endpoint=liveness_endpoint,

@@ -50,6 +50,7 @@ class KubernetesApi:
         configuration = client.Configuration.get_default_copy()
         configuration.connection_pool_maxsize = self.WRITERS
         api_client = client.ApiClient(configuration)
+        self.api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
         self._writers = ThreadPoolExecutor(self.WRITERS, thread_name_prefix="kafkaops-api")

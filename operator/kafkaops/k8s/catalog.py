@@ -55,6 +55,11 @@ class IndexCatalog:
         found = self._get("cluster_objects", key)
         return found[-1] if found else None
 
+    def cluster_keys(self) -> list[ClusterKey]:
+        """Every KafkaCluster in the API, as the watch cache knows them."""
+        index = self._indexes.get("cluster_objects", {})
+        return [key for key in list(index) if index.get(key)]
+
     def resources(self, key: ClusterKey) -> list[Body]:
         return [body for index in KIND_INDEXES.values() for body in self._get(index, (CLUSTER, key))]
 

@@ -72,6 +72,9 @@ class OperatorSettings:
     reconnect_min: float = 1.0  # backoff between connection attempts to a cluster that is down
     reconnect_max: float = 30.0
     peering_lifetime: float = 60.0  # seconds a replica's kopf peering record stays valid
+    sharding: str | None = None  # "leases": KafkaClusters spread over the replicas (k8s/shards.py)
+    lease_duration: float = 15.0  # sharded mode: a dead replica's clusters move after this long
+    lease_namespace: str = "default"  # sharded mode: where the Leases live (the operator's namespace)
 
 
 class DeletionGate:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,12 +45,41 @@ from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIEN
 kopf_patches.apply()  # index pre-population without a thundering herd (see kopf_patches.py)
 
 STORAGE_PREFIX = "kopf.kafkaops.io"  # kopf's own bookkeeping; user annotations stay kafkaops.io/*
+PICKED_UP = f"{STORAGE_PREFIX}/picked-up"  # sharded mode: a new owner's touch (outside kopf's diff)
 
 
 @dataclass
 class OperatorState:
     reconciler: Reconciler
     catalog: IndexCatalog
+    sharder: Any = None  # sharded mode: the Sharder (k8s/shards.py)
+
+
+def _start_sharding(api: Any, state: OperatorState, operator_settings: OperatorSettings) -> Any:
+    """Sharded mode: this replica's Leases decide which KafkaClusters it works on; kopf processes
+    only their objects (kopf_sharding.py)."""
+    import datetime
+
+    from kafkaops.k8s import kopf_sharding
+    from kafkaops.k8s.shards import LeaseApi, Sharder, ShardSettings, replica_identity
+
+    identity = replica_identity()
+    sharder = Sharder(LeaseApi(api.api_client), ShardSettings(identity, operator_settings.lease_namespace,
+                                                              operator_settings.lease_duration),
+                      state.catalog.cluster_keys)
+
+    async def touch(plural: str, namespace: str, name: str) -> None:
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        await api.annotate(plural, namespace, name, {PICKED_UP: f"{identity} {stamp}"})
+
+    reconciler = state.reconciler
+    reconciler.owner, reconciler.toucher = sharder, touch
+    sharder.on_gained, sharder.on_lost = reconciler.pick_up, reconciler.drop
+    kopf_sharding.install(sharder)  # which also starts the sharder, from kopf's first object
+    logging.getLogger("kafkaops.operator").info(
+        "sharding by KafkaCluster with Leases in namespace %s as %s (lease %gs)", operator_settings.lease_namespace,
+        identity, operator_settings.lease_duration)
+    return sharder
 
 
 def _state(memo: kopf.Memo, kwargs: Mapping[str, Any] | None = None) -> OperatorState:
@@ -64,7 +94,7 @@ def _post(body: Mapping[str, Any], note: EventNote) -> None:
 
 
 @kopf.on.startup()
-async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **kwargs: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -81,7 +111,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
         memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), catalog, Metrics(),
                                                     status_writer=api.patch_status, event_poster=_post,
                                                     annotator=api.annotate), catalog)
-    state = _state(memo)
+        if operator_settings.sharding == "leases":
+            memo["kafkaops"].sharder = _start_sharding(api, memo["kafkaops"], operator_settings)
+    state = _state(memo, kwargs)  # kopf passes its (still filling) indexes to startup handlers too
     port = state.reconciler.clusters.settings.metrics_port
     if port:
         state.reconciler.metrics.serve(port)
@@ -90,7 +122,10 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    await _state(memo).reconciler.close()
+    state = _state(memo)
+    if state.sharder is not None:
+        await state.sharder.stop()  # the work stops, the Leases are released: others take over at once
+    await state.reconciler.close()
 
 
 def _plain(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -288,12 +323,22 @@ async def resync(stopped: kopf.DaemonStopped, body: kopf.Body, memo: kopf.Memo, 
     state = _state(memo, kwargs)
     key = (body.metadata.namespace, body.metadata.name)
     while not stopped:
+        if not state.reconciler.owner.owns(key):  # sharded: another replica's now (or again ours later)
+            if state.catalog.cluster(key) is None:
+                return  # deleted while another replica owned it: kopf here never saw the deletion
+            await stopped.wait(1.0)
+            continue
         context = state.reconciler.clusters.get(key)
         if context is None or not context.ready:
             await stopped.wait(0.5)  # an in-memory look, no request: the context connects on its own
             continue
         if context.resynced:
-            await stopped.wait(context.model.spec.resync_interval_seconds)
+            # until the interval is over, or the context was replaced (a spec change, or a sharded
+            # replica that lost and regained the cluster: the new context's first resync is due now)
+            deadline = time.monotonic() + context.model.spec.resync_interval_seconds
+            while not stopped and context.ready and state.reconciler.clusters.get(key) is context \
+                    and (left := deadline - time.monotonic()) > 0:
+                await stopped.wait(min(left, 1.0))
             if stopped or not context.ready or state.reconciler.clusters.get(key) is not context:
                 continue
         try:

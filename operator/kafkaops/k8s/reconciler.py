@@ -25,6 +25,7 @@ from typing import Any
 
 from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.drift import Resync
+from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.principals import Principals
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
@@ -109,7 +110,7 @@ Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plu
 
 
 @dataclass
-class Reconciler(Resync, Principals):
+class Reconciler(Resync, Handover, Principals):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -118,6 +119,8 @@ class Reconciler(Resync, Principals):
     event_poster: EventPoster | None = None
     annotator: Annotator | None = None  # the resync's nudge of a deletion kopf dropped (drift.py)
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
+    owner: Ownership = field(default_factory=OwnsEverything)  # sharded mode: the Sharder (handover.py)
+    toucher: Toucher | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
@@ -150,6 +153,8 @@ class Reconciler(Resync, Principals):
     async def _context_for(self, key: ClusterKey) -> tuple[ClusterContext | None, tuple[str, str] | None]:
         """The resource's cluster context, connected; or why the resource must wait: (reason, message)."""
         namespace, name = key
+        if not self.owner.owns(key):  # handed over meanwhile: the new owner picks it up
+            return None, (CLUSTER_NOT_READY, f"KafkaCluster {namespace}/{name} is worked on by another replica")
         cluster_body = self.catalog.cluster(key)
         if cluster_body is None:
             return None, (CLUSTER_NOT_FOUND, f"KafkaCluster {namespace}/{name} does not exist (yet)")
@@ -280,12 +285,16 @@ class Reconciler(Resync, Principals):
         if (refused := inputs.verdict()) is not None:
             return self._result(body, refused, inputs.fields)
         options = RunOptions(all_topics=False, defer_replica_changes=True)
+        engine = context.engine  # a context closed meanwhile (handed over, deleted) drops its engine
         try:
-            report = await context.engine.reconcile(DesiredState.of([model], context.model, inputs.passwords), options)
+            report = await engine.reconcile(DesiredState.of([model], context.model, inputs.passwords), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
         except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
             return self._connection_lost(body, context, exc, AUTHENTICATION_FAILED)
+        if context.engine is not engine:
+            return self._wait(body, context.key, CLUSTER_NOT_READY,
+                              f"KafkaCluster {context.key[0]}/{context.key[1]}: its connection was closed")
         outcome = next(o for o in report.outcomes if o.source == model.source)
         if outcome.problem is not None and outcome.problem.reason in CONNECTION_LOST:
             return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
@@ -293,11 +302,14 @@ class Reconciler(Resync, Principals):
             return await self._start_run(body, context, model, report.deferred[model.source])
         fields = {**self._fields(context, model), **extra, **self.principal_fields(context, model, inputs, outcome.ok)}
         if isinstance(model, KafkaTopic) and outcome.ok:
-            fields = await topic_fields(context, model, outcome, fields)
+            try:
+                fields = await topic_fields(context, model, outcome, fields)
+            except KafkaConnectionError as exc:  # closed meanwhile (handed over): a wait
+                return self._connection_lost(body, context, exc)
         verdict = Verdict.of(outcome)
         self.metrics.record(kind, outcome.state.value, outcome.reason, time.monotonic() - started)
-        self.metrics.record_requests(context.model.name, context.engine.batcher.admin.requests_by_api)
-        self.metrics.record_batcher(context.model.name, context.engine.batcher.stats, context.engine.batcher.queue_depth)
+        self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
+        self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
@@ -401,8 +413,9 @@ class Reconciler(Resync, Principals):
                         Phase.RECONCILING, "DeletionNotRecorded", "the KafkaCluster's status did not take the deletion "
                         "record (the cap must hold across restarts): retrying")), retry_after=2.0)
             try:
-                planned = await context.engine.plan_removal(model)
-                report = await context.engine.apply(planned, RunOptions(all_topics=False))
+                engine = context.engine
+                planned = await engine.plan_removal(model)
+                report = await engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
             except AuthenticationFailed as exc:
@@ -458,6 +471,8 @@ class Reconciler(Resync, Principals):
     async def cluster_state_changed(self, context: ClusterContext) -> None:
         """The listener of every context: the KafkaCluster's status and Event follow the connection;
         the waiting resources run when it connects; Ready ones are told once when it goes down."""
+        if not self.owner.owns(context.key):
+            return
         await self._report(context)
         if context.state is Connection.READY:
             await self.run_waiting(context.key)
@@ -527,7 +542,10 @@ class Reconciler(Resync, Principals):
         task.add_done_callback(self._tasks.discard)
 
     async def publish(self, body: Mapping[str, Any], result: Result, plural: str | None = None) -> None:
-        """Write a result outside a handler of the resource: its status and its Event."""
+        """Write a result outside a handler of the resource: its status and its Event (never for a
+        cluster this replica no longer owns)."""
+        if not self.owner.owns(self.cluster_key(body, plural)):
+            return
         metadata = body.get("metadata") or {}
         if result.status is not None and self.status_writer is not None:
             await self.status_writer(plural or PLURALS.get(str(body.get("kind")), ""), metadata.get("namespace"),

@@ -182,11 +182,17 @@ def _placement_problem(topic: KafkaTopic, observed: ObservedState) -> Problem | 
         unknown = sorted({b for replicas in topic.replica_assignment for b in replicas} - brokers)
         if unknown:
             return Problem(UNKNOWN_BROKER, f"spec.replicaAssignment names broker(s) {unknown} that the cluster "
-                                           f"does not have (brokers: {sorted(brokers)})")
+                                           f"does not list (live brokers: {sorted(brokers)}){DOWN_NOTE}",
+                           retriable=True)
     elif rf is not None and rf > len(brokers):
-        return Problem(INVALID_REPLICATION_FACTOR, f"spec.replicationFactor is {rf} but the cluster has only "
-                                                   f"{len(brokers)} broker(s)")
+        return Problem(INVALID_REPLICATION_FACTOR, f"spec.replicationFactor is {rf} but the cluster lists only "
+                                                   f"{len(brokers)} live broker(s){DOWN_NOTE}", retriable=True)
     return None
+
+
+# Metadata lists live brokers only: a broker that is restarting looks absent. So these problems
+# are retried (Reconciling), never final (soak: a broker restart left topics Stalled for ever).
+DOWN_NOTE = "; retried, as a broker that is down is not listed"
 
 
 def _replica_change(

@@ -133,7 +133,8 @@ def plan_change(
     if target is None:
         if not 1 <= replication_factor <= len(brokers):
             return Problem(INVALID_REPLICATION_FACTOR, f"topic {topic!r}: replication factor {replication_factor} "
-                                                       f"needs at least that many live brokers (live: {sorted(brokers)})")
+                                                       f"needs at least that many live brokers (live: {sorted(brokers)})",
+                           retriable=replication_factor >= 1)  # a broker that is down comes back
         final = plan_placement(current, replication_factor, brokers, load)
     else:
         final = tuple(tuple(r) for r in target) + tuple(tuple(r) for r in current[len(target):])

@@ -30,6 +30,7 @@ BUILTIN_COLUMNS: dict[tuple[str, str], tuple[dict[str, Any], ...]] = {
     ("", "secrets"): ({"name": "Type", "type": "string", "jsonPath": ".type"},),
     ("", "services"): ({"name": "Type", "type": "string", "jsonPath": ".spec.type"},
                        {"name": "Cluster-IP", "type": "string", "jsonPath": ".spec.clusterIP"}),
+    ("coordination.k8s.io", "leases"): ({"name": "Holder", "type": "string", "jsonPath": ".spec.holderIdentity"},),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         {"name": "Created At", "type": "string", "jsonPath": ".metadata.creationTimestamp"},),
 }
