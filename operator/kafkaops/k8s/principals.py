@@ -214,7 +214,19 @@ class Principals:
 
     clusters: Any
     catalog: Any
-    _prefetched: dict[str, Password | PasswordProblem]
+
+    async def _rerun(self, body: Mapping[str, Any]) -> None: ...  # the Reconciler's
+
+    @property
+    def _prefetched(self) -> dict[str, Password | PasswordProblem]:
+        return self.__dict__.setdefault("_prefetched_passwords", {})
+
+    async def rerun_together(self, parked: list[Mapping[str, Any]]) -> None:
+        """Run resources that waited for their cluster, concurrently (their items join the same
+        batches); the passwords of the KafkaUsers among them are read first (prefetch_passwords)."""
+        await self.prefetch_passwords(parked)
+        await asyncio.gather(*(self._rerun(body) for body in parked))
+        self._prefetched.clear()  # those a rerun did not use (another cluster's, read again: harmless)
 
     async def prefetch_passwords(self, bodies: Iterable[Mapping[str, Any]]) -> None:
         """Read the passwords of many KafkaUsers about to run together (the waiting room) before

@@ -125,7 +125,6 @@ class Reconciler(Resync, Handover, Principals):
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
-    _prefetched: dict[str, Any] = field(default_factory=dict, repr=False)  # principals.py
 
     def __post_init__(self) -> None:
         self.clusters.listener = self.cluster_state_changed
@@ -211,7 +210,6 @@ class Reconciler(Resync, Handover, Principals):
                 f"{what if what else 'it '} is already managed by "
                 f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
-
 
     def _seed_ownership(self, context: ClusterContext, owner: str | None, body: Mapping[str, Any]) -> None:
         """After a restart the status is where ownership survives: load it before planning."""
@@ -512,9 +510,7 @@ class Reconciler(Resync, Handover, Principals):
         parked = self.waiting.take(key)
         if parked:
             started = time.monotonic()
-            await self.prefetch_passwords(parked)  # KafkaUsers: all Secrets read first (principals.py)
-            await asyncio.gather(*(self._rerun(body) for body in parked))
-            self._prefetched.clear()  # those a rerun did not use (another cluster's read again: harmless)
+            await self.rerun_together(parked)  # KafkaUsers' Secrets read first, all together (principals.py)
             log.info("KafkaCluster %s/%s: %d resource(s) that waited for it reconciled in %.2f s", key[0], key[1],
                      len(parked), time.monotonic() - started)
 
