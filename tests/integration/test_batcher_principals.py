@@ -84,3 +84,21 @@ async def test_a_user_rotated_and_switched_in_one_window(batcher, cluster):
     assert upsert.ok and delete.ok
     assert set(cluster.state.principals.scram["ann"]) == {int(SHA512)}
     assert cluster.count(Api.ALTER_USER_SCRAM_CREDENTIALS) == 2  # one alteration per user per request
+
+
+async def test_upsertions_trickling_in_for_longer_than_linger_max_share_one_request(cluster):
+    """The operator's callers salt their own credential before submitting it (CPU work), so the
+    items of users reconciled together arrive spread out; the alteration lanes keep the window
+    open while they keep coming (Batcher._lane slow_arrivals), past the usual linger_max."""
+    upsertions = [scram_upsertion(f"drip-{i:02d}", SHA512, f"password-{i}") for i in range(60)]
+    async with AdminClient.connect(cluster.bootstrap, retry_backoff=0.01, linger=0.05, linger_max=0.3) as admin:
+        batcher = Batcher(admin)
+        cluster.clear_requests()
+
+        async def caller(i: int):
+            await asyncio.sleep(0.01 * i)  # 60 items over 0.6 s: twice linger_max
+            return await batcher.alter_scram_credential(upsertions[i])
+
+        results = await asyncio.gather(*(caller(i) for i in range(60)))
+    assert all(r.ok for r in results)
+    assert cluster.count(Api.ALTER_USER_SCRAM_CREDENTIALS) == 1

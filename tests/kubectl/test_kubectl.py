@@ -167,6 +167,21 @@ def test_delete_goes_through_the_finalizer(stack: Stack, k: Kubectl) -> None:
     k("kubectl wait --for=delete kot/analytics.daily-rollups -n kafka-dev --timeout=60s")
 
 
+def test_user_with_a_generated_password(stack: Stack, k: Kubectl) -> None:
+    k("kubectl apply -f examples/users/ -n kafka-dev")
+    k("kubectl wait --for=condition=Ready kou/dashboards -n kafka-dev", timeout=120)
+    out = k("kubectl get kou -n kafka-dev").stdout
+    assert "User:dashboards" in out and "SCRAM-SHA-256" in out
+    encoded = k("kubectl get secret dashboards-credentials -n kafka-dev -o jsonpath='{.data.password}'").stdout
+    password = base64.b64decode(encoded).decode()
+    assert len(password) >= 24
+    shown = k("kubectl get kou/dashboards -n kafka-dev -o json").stdout
+    assert json.loads(shown)["status"]["secretName"] == "dashboards-credentials" and password not in shown
+    # orders-reporting references a Secret nobody created: it waits and says which
+    stack.wait_until("kubectl get kou/orders-reporting -n kafka-dev -o jsonpath={.status.conditions}",
+                     "PasswordUnavailable")
+
+
 def test_builtin_kinds_sent_as_protobuf(stack: Stack, k: Kubectl) -> None:
     k("kubectl create secret generic demo-secret -n kafka-dev --from-literal=password=s3cret")
     data = k("kubectl get secret demo-secret -n kafka-dev -o jsonpath={.data.password}").stdout

@@ -284,12 +284,12 @@ def test_base_grants_no_secrets_cluster_wide(render: Any) -> None:
 
 
 @pytest.mark.parametrize("case,namespace", [("secrets-access", "kafka"), ("secrets-access-team-a", "team-a")])
-def test_secrets_access_is_a_get_only_role_in_one_namespace(render: Any, case: str, namespace: str) -> None:
+def test_secrets_access_is_a_role_in_one_namespace(render: Any, case: str, namespace: str) -> None:
     objs = render(case)
     assert sorted(o["kind"] for o in objs) == ["Role", "RoleBinding"]
     role, binding = _one(objs, "Role"), _one(objs, "RoleBinding")
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == namespace
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch"]}]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch", "create"]}]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                   "name": role["metadata"]["name"]}
     # kustomize's namespace transformer must not move the subject out of the operator's namespace.
@@ -300,7 +300,7 @@ def test_cluster_wide_secrets_is_an_explicit_component(render: Any) -> None:
     objs = render("manifests+secrets-cluster-wide")
     (role,) = [r for r in _of(objs, "ClusterRole") if _secret_rules(r)]
     assert role["metadata"]["name"] == "kafkaops-secrets"
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch"]}]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch", "create"]}]
     binding = _one(objs, "ClusterRoleBinding", "kafkaops-secrets")
     assert binding["roleRef"]["name"] == "kafkaops-secrets"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kafkaops", "namespace": OPERATOR_NS}]
@@ -316,7 +316,7 @@ def test_namespaced_overlay_puts_everything_in_the_configured_namespace(render: 
     for kind in ("Role", "RoleBinding", "KopfPeering"):
         assert _one(objs, kind, "kafkaops")["metadata"]["namespace"] == watched, kind
     role = _one(objs, "Role", "kafkaops")
-    assert _secret_rules(role) == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch"]}]
+    assert _secret_rules(role) == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "patch", "create"]}]
     assert not any(_secret_rules(r) for r in _of(objs, "ClusterRole"))
     args = _one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[:2] == ["--namespace", watched] and "--all-namespaces" not in args

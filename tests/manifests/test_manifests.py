@@ -205,7 +205,7 @@ def test_namespaced_variant_keeps_secrets_in_the_watched_namespace() -> None:
     namespaced_part = {p for p in cluster_pairs
                        if p[1] not in {"customresourcedefinitions", "clusterkopfpeerings"}}
     assert pairs == namespaced_part | {("kopf.dev", "kopfpeerings", ("get", "list", "patch", "watch")),
-                                       ("", "secrets", ("get", "patch"))}
+                                       ("", "secrets", ("create", "get", "patch"))}
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "kafkaops", "namespace": NAMESPACE}]
     discovery = _one("ClusterRole", directory)

@@ -13,6 +13,7 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from kafkaops.k8s.kinds import GROUP, VERSION
+from kafkaops.k8s.principals import SecretExists, SecretObject, decode_secret
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 
 # answers a busy or restarting API server gives; the same write a moment later succeeds. 409 too:
@@ -66,6 +67,40 @@ class KubernetesApi:
                 raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
             raise
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+
+    async def read_secret(self, namespace: str, name: str) -> SecretObject:
+        """A Secret with the metadata a KafkaUser needs (uid, resourceVersion, owners, finalizers)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:  # in the API's own threads: a thousand KafkaUsers starting at once read a thousand Secrets
+            secret = await asyncio.get_running_loop().run_in_executor(
+                self._writers, self._core.read_namespaced_secret, name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
+            if exc.status == 403:
+                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
+            raise
+        return decode_secret(secret)
+
+    async def create_secret(self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str],
+                            owner: Mapping[str, Any]) -> SecretObject:
+        """Create an Opaque Secret owned by `owner` (SecretExists: someone was first)."""
+        from kubernetes.client.exceptions import ApiException
+
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "ownerReferences": [dict(owner)]},
+                "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+        try:
+            secret = await asyncio.get_running_loop().run_in_executor(
+                self._writers, self._core.create_namespaced_secret, namespace, body)
+        except ApiException as exc:
+            if exc.status == 409:
+                raise SecretExists(f"Secret {namespace}/{name} exists") from None
+            if exc.status == 403:
+                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
+            raise
+        return decode_secret(secret)
 
     async def protect_secret(self, namespace: str, name: str) -> bool:
         return await self._secret_finalizer(namespace, name, present=True)

@@ -14,11 +14,12 @@ from typing import Any, Protocol
 
 from kafkaops.k8s.context import ClusterKey
 from kafkaops.k8s.kinds import Claim, claim_key
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_TOPIC, KAFKA_USER
 
 Body = Mapping[str, Any]
 CLAIM, CLUSTER = "claim", "cluster"  # the two kinds of key of the per-kind indexes
-KIND_INDEXES = {KAFKA_TOPIC: "topic_index", KAFKA_ACL: "acl_index", KAFKA_BROKER_CONFIG: "broker_config_index"}
+KIND_INDEXES = {KAFKA_TOPIC: "topic_index", KAFKA_ACL: "acl_index", KAFKA_BROKER_CONFIG: "broker_config_index",
+                KAFKA_USER: "user_index", KAFKA_CLIENT_QUOTA: "client_quota_index"}
 
 
 class Catalog(Protocol):
@@ -26,7 +27,7 @@ class Catalog(Protocol):
         """The KafkaCluster object `key` as last seen in the API, or None when there is none."""
 
     def resources(self, key: ClusterKey) -> list[Body]:
-        """The KafkaTopics, KafkaAcls and KafkaBrokerConfigs that reference cluster `key`."""
+        """The resources of every kind (KIND_INDEXES) that reference cluster `key`."""
 
     def claims(self, body: Body) -> list[Claim]:
         """Everyone claiming what `body` claims (its topic, principal or broker)."""

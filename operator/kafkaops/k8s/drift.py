@@ -39,6 +39,9 @@ log = logging.getLogger("kafkaops.operator")
 
 
 class Resync:
+    """A mixin of the Reconciler (which also mixes in principals.Principals: seed_quota_keys,
+    resync_passwords)."""
+
     _models: dict[str, tuple[int, Any]]
     _lagging: dict[str, str]  # uid -> resourceVersion of a resource not Ready at the last resync
 
@@ -136,13 +139,19 @@ class Resync:
                 continue
             chosen[model.source] = (body, model)
             self._seed_ownership(context, owner_of(model), body)
+            self.seed_quota_keys(context, model, body)
         context.resynced = True
+        # KafkaUsers: passwords read from their Secrets; a changed Secret (rotation) is reconciled apart
+        passwords, apart = await self.resync_passwords(context, chosen)
+        rotated = [chosen.pop(source)[0] for source in apart]
+        if rotated:
+            await asyncio.gather(*(self._rerun(body) for body in rotated))
         if not chosen:
             return []
         models = [model for _, model in chosen.values()]
         # replica changes found by a resync are left to the resource's own reconcile (they run for hours)
         try:
-            report = await context.engine.reconcile(DesiredState.of(models, context.model),
+            report = await context.engine.reconcile(DesiredState.of(models, context.model, passwords),
                                                     RunOptions(all_topics=False, defer_replica_changes=True))
         except KafkaConnectionError as exc:
             self.clusters.mark_down(context, exc)

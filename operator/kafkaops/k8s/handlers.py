@@ -39,7 +39,8 @@ from kafkaops.k8s.kinds import (
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import Reconciler, Result
 from kafkaops.k8s.status import EventNote
-from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_TOPIC
+from kafkaops.k8s.principals import release_user_secret
+from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_TOPIC, KAFKA_USER
 
 kopf_patches.apply()  # index pre-population without a thundering herd (see kopf_patches.py)
 
@@ -177,7 +178,17 @@ def broker_config_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 
-# --- KafkaTopic, KafkaAcl, KafkaBrokerConfig --------------------------------------------------------
+@kopf.index(GROUP, VERSION, PLURALS[KAFKA_USER])
+def user_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+    return _entries(body)
+
+
+@kopf.index(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
+def client_quota_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+    return _entries(body)
+
+
+# --- KafkaTopic, KafkaAcl, KafkaBrokerConfig, KafkaUser, KafkaClientQuota ----------------------------
 
 
 async def _changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, reason: Any,
@@ -211,14 +222,33 @@ async def broker_config_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.M
     await _changed(body, patch, memo, logger, reason, kwargs)
 
 
+@kopf.on.resume(GROUP, VERSION, PLURALS[KAFKA_USER])
+@kopf.on.create(GROUP, VERSION, PLURALS[KAFKA_USER])
+@kopf.on.update(GROUP, VERSION, PLURALS[KAFKA_USER])
+async def user_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger, reason: Any,
+                       **kwargs: Any) -> None:
+    await _changed(body, patch, memo, logger, reason, kwargs)
+
+
+@kopf.on.resume(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
+@kopf.on.create(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
+@kopf.on.update(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
+async def client_quota_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
+                               reason: Any, **kwargs: Any) -> None:
+    await _changed(body, patch, memo, logger, reason, kwargs)
+
+
 class DeletionWaits(kopf.TemporaryError):
     """The deletion waits (cluster not connected, deletion cap): the finalizer stays."""
 
 
 async def _removed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
                    kwargs: Mapping[str, Any]) -> None:
-    result = await _state(memo, kwargs).reconciler.remove(_plain(body))
+    reconciler = _state(memo, kwargs).reconciler
+    result = await reconciler.remove(_plain(body))
     if result.release:
+        if body.get("kind") == KAFKA_USER and (cluster := cluster_of(body)) is not None:
+            await release_user_secret(reconciler.clusters.reader, body, reconciler.catalog.resources(cluster))
         if result.event is not None:
             kopf.event(body, type=result.event.type, reason=result.event.reason, message=result.event.message)
         return
@@ -241,6 +271,18 @@ async def acl_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logge
 @kopf.on.delete(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
 async def broker_config_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
                                 **kwargs: Any) -> None:
+    await _removed(body, patch, memo, logger, kwargs)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURALS[KAFKA_USER])
+async def user_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
+                       **kwargs: Any) -> None:
+    await _removed(body, patch, memo, logger, kwargs)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
+async def client_quota_deleted(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: logging.Logger,
+                               **kwargs: Any) -> None:
     await _removed(body, patch, memo, logger, kwargs)
 
 

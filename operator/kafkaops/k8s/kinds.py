@@ -12,11 +12,14 @@ from kafkaops.resources.kinds import (
     API_VERSION,
     KAFKA_ACL,
     KAFKA_BROKER_CONFIG,
+    KAFKA_CLIENT_QUOTA,
     KAFKA_CLUSTER,
     KAFKA_TOPIC,
+    KAFKA_USER,
     PLURALS,
 )
 from kafkaops.resources.models import KafkaAcl, KafkaBrokerConfig, KafkaTopic
+from kafkaops.resources.users import entity_of, entity_text
 
 GROUP, VERSION = API_GROUP, API_VERSION
 CLUSTER_PLURAL = PLURALS[KAFKA_CLUSTER]
@@ -34,7 +37,7 @@ class ClaimKey(NamedTuple):
     """What a resource claims on its cluster (one resource manages each): a topic, a principal or
     a broker's configs. A tuple, so kopf's indexes key by it."""
 
-    what: str  # "topic", "principal" or "broker"
+    what: str  # "topic", "principal", "broker", "user" (a KafkaUser's principal) or "quota" (an entity)
     cluster_namespace: str | None
     cluster_name: str
     name: str  # the topic name, the principal, the broker id or "default"
@@ -96,6 +99,11 @@ def claim_key(body: Mapping[str, Any]) -> ClaimKey | None:
     if kind == KAFKA_BROKER_CONFIG:
         broker = spec.get("brokerId")
         return ClaimKey("broker", *cluster, "default" if broker is None else str(broker))
+    if kind == KAFKA_USER:
+        return ClaimKey("user", *cluster, str(spec.get("principal") or f"User:{metadata.get('name')}"))
+    if kind == KAFKA_CLIENT_QUOTA:
+        entity = spec.get("entity") if isinstance(spec.get("entity"), Mapping) else {}
+        return ClaimKey("quota", *cluster, entity_text(entity_of(entity)))
     return None
 
 

@@ -26,6 +26,7 @@ from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.cluster_status import ClusterStatus
 from kafkaops.k8s.drift import Resync
 from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
+from kafkaops.k8s.principals import Principals
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
@@ -67,11 +68,11 @@ from kafkaops.k8s.status import (
     transition_event,
     unchanged,
 )
+from kafkaops.k8s.topic_status import topic_fields
 from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
 from kafkaops.reconcile.actions import ChangeReplicas
-from kafkaops.reconcile.outcome import Outcome
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.reconcile.reassign.manager import ActiveRun
@@ -105,7 +106,7 @@ Annotator = Callable[[str, Any, Any, Mapping[str, str]], Awaitable[None]]  # plu
 
 
 @dataclass
-class Reconciler(ClusterStatus, Resync, Handover):
+class Reconciler(ClusterStatus, Resync, Handover, Principals):
     clusters: Clusters
     catalog: Catalog
     metrics: Metrics = field(default_factory=Metrics)
@@ -206,7 +207,6 @@ class Reconciler(ClusterStatus, Resync, Handover):
                 f"{model.kind} {first.namespace}/{first.name}"), {CLAIMED: None})
         return model, context, None
 
-
     def _seed_ownership(self, context: ClusterContext, owner: str | None, body: Mapping[str, Any]) -> None:
         """After a restart the status is where ownership survives: load it before planning."""
         if owner is None or context.engine is None:
@@ -275,10 +275,13 @@ class Reconciler(ClusterStatus, Resync, Handover):
                 if following is not None:
                     return following
                 extra = {"reassignment": reassignment_status(active.run.progress), THROTTLE_RECORD: None}
+        inputs = await self.principal_inputs(context, model, body)  # KafkaUser, KafkaClientQuota: principals.py
+        if (refused := inputs.verdict()) is not None:
+            return self._result(body, refused, inputs.fields)
         options = RunOptions(all_topics=False, defer_replica_changes=True)
         engine = context.engine  # a context closed meanwhile (handed over, deleted) drops its engine
         try:
-            report = await engine.reconcile(DesiredState.of([model], context.model), options)
+            report = await engine.reconcile(DesiredState.of([model], context.model, inputs.passwords), options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
         except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
@@ -291,10 +294,10 @@ class Reconciler(ClusterStatus, Resync, Handover):
             return self._connection_lost(body, context, ConnectionError(outcome.problem.message), outcome.problem.reason)
         if outcome.ok and report.deferred.get(model.source):
             return await self._start_run(body, context, model, report.deferred[model.source])
-        fields = {**self._fields(context, model), **extra}
+        fields = {**self._fields(context, model), **extra, **self.principal_fields(context, model, inputs, outcome.ok)}
         if isinstance(model, KafkaTopic) and outcome.ok:
             try:
-                fields = await self._topic_fields(context, model, outcome, fields)
+                fields = await topic_fields(context, model, outcome, fields)
             except KafkaConnectionError as exc:  # closed meanwhile (handed over): a wait
                 return self._connection_lost(body, context, exc)
         verdict = Verdict.of(outcome)
@@ -302,25 +305,6 @@ class Reconciler(ClusterStatus, Resync, Handover):
         self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
-
-    @staticmethod
-    async def _topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
-                            fields: dict[str, Any]) -> dict[str, Any]:
-        """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
-        when this run created it (v7+ answers carry the id), else read through Metadata."""
-        assert context.engine is not None
-        created = outcome.created
-        if created is not None and created.topic_id is not None and created.partitions > 0 \
-                and created.replication_factor > 0:
-            found = {"topicId": str(created.topic_id), "partitions": created.partitions,
-                     "replicationFactor": created.replication_factor}
-        else:
-            info = await context.engine.batcher.describe_topic(model.topic_name)
-            if info.value is None:
-                return fields
-            found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
-                     "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
-        return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
@@ -397,7 +381,7 @@ class Reconciler(ClusterStatus, Resync, Handover):
             return Result(release=True, message="this resource never managed it (conflict): released")
         cluster = check_custom_resource(cluster_body).resource
         if isinstance(cluster, KafkaCluster):
-            policy = model.effective_deletion_policy(cluster) if isinstance(model, KafkaTopic) else \
+            policy = model.effective_deletion_policy(cluster) if hasattr(model, "effective_deletion_policy") else \
                 cluster.spec.topic_deletion.policy
             if policy is not DeletionPolicy.DELETE:
                 return Result(release=True, event=EventNote("Normal", "Retained",
@@ -449,7 +433,7 @@ class Reconciler(ClusterStatus, Resync, Handover):
         parked = self.waiting.take(key)
         if parked:
             started = time.monotonic()
-            await asyncio.gather(*(self._rerun(body) for body in parked))
+            await self.rerun_together(parked)  # KafkaUsers' Secrets read first, all together (principals.py)
             log.info("KafkaCluster %s/%s: %d resource(s) that waited for it reconciled in %.2f s", key[0], key[1],
                      len(parked), time.monotonic() - started)
 

@@ -224,6 +224,9 @@ class _Lane(Generic[K, V, R]):
                 await asyncio.sleep(0)
 
 
+SLOW_LINGER, SLOW_LINGER_MAX = 0.2, 5.0  # the alteration lanes of users and quotas (see Batcher._lane)
+
+
 class Batcher:
     """Coalesces single-item submissions into batched admin requests."""
 
@@ -234,10 +237,18 @@ class Batcher:
         self._budget = admin.settings.batch_max_records if max_records is None else max_records
         self._lanes: dict[str, _Lane[Any, Any, Any]] = {}
 
-    def _lane(self, name: str, send: Send[Any, Any, Any], cost: Callable[[Any], int] = one_record) -> _Lane[Any, Any, Any]:
+    def _lane(self, name: str, send: Send[Any, Any, Any], cost: Callable[[Any], int] = one_record,
+              slow_arrivals: bool = False) -> _Lane[Any, Any, Any]:
+        """`slow_arrivals`: items that reach the lane spread by CPU work of their callers (each SCRAM
+        upsertion is salted, PBKDF2, 1-2 ms, more on a busy machine): with a lingering window
+        (linger > 0: the operator) it stays open longer while they keep coming, so a thousand users
+        reconciled at once share a few requests. A lone item waits only SLOW_LINGER."""
         lane = self._lanes.get(name)
         if lane is None:
-            lane = self._lanes[name] = _Lane(name, send, cost, self._linger, self._budget, self._linger_max)
+            linger, linger_max = self._linger, self._linger_max
+            if slow_arrivals and linger > 0:
+                linger, linger_max = max(linger, SLOW_LINGER), max(linger_max, SLOW_LINGER_MAX)
+            lane = self._lanes[name] = _Lane(name, send, cost, linger, self._budget, linger_max)
         return lane
 
     @property
@@ -415,7 +426,7 @@ class Batcher:
         async def send(items: list[tuple[tuple[str, ScramMechanism], ScramAlteration]]) -> Mapping[tuple[str, ScramMechanism], ItemResult[None]]:
             return await self.admin.alter_user_scram_credentials([a for _, a in items])
 
-        return self._lane("AlterUserScramCredentials", send)
+        return self._lane("AlterUserScramCredentials", send, slow_arrivals=True)
 
     async def alter_client_quota(self, alteration: QuotaAlteration, *, validate_only: bool = False) -> ItemResult[None]:
         """Set/remove one entity's quota keys; a window's entities share one AlterClientQuotas."""
@@ -432,7 +443,7 @@ class Batcher:
         async def send(items: list[tuple[QuotaEntity, QuotaAlteration]]) -> Mapping[QuotaEntity, ItemResult[None]]:
             return await self.admin.alter_client_quotas([a for _, a in items], validate_only=validate_only)
 
-        return self._lane(f"AlterClientQuotas(validate_only={validate_only})", send)
+        return self._lane(f"AlterClientQuotas(validate_only={validate_only})", send, slow_arrivals=True)
 
     async def describe_all_scram_credentials(self) -> ItemResult[dict[str, tuple[ScramCredentialInfo, ...]]]:
         """Every user's credentials (mechanism + iterations) by one DescribeUserScramCredentials;
