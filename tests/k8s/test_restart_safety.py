@@ -190,3 +190,44 @@ async def test_a_login_refused_while_planning_a_replica_change_waits_for_the_clu
         assert condition(result, "Stalled")["status"] == "False", result.status
         assert condition(result, "Reconciling")["reason"] == "ClusterNotReady" and result.waits_for == ("team", "main")
         await reconciler.close()
+
+
+class GuardedSecretsDouble(SecretReaderDouble):
+    """Secrets with the credentials-in-use finalizer: which ones it was taken off."""
+
+    def __init__(self, secrets: dict) -> None:
+        super().__init__(secrets)
+        self.protected: set[tuple[str, str]] = set()
+        self.released: list[tuple[str, str]] = []
+
+    async def protect_secret(self, namespace: str, name: str) -> bool:
+        self.protected.add((namespace, name))
+        return True
+
+    async def release_secret(self, namespace: str, name: str) -> bool:
+        self.released.append((namespace, name))
+        self.protected.discard((namespace, name))
+        return True
+
+
+async def test_a_secret_shared_by_a_kafka_cluster_and_a_kafka_user_stays_protected() -> None:
+    """The operator's own KafkaUser often names the Secret its KafkaCluster logs in with: deleting
+    the user must not take the finalizer off while the cluster still connects with it (and the
+    other way round)."""
+    from kafkaops.k8s.principals import release_user_secret
+
+    password = "shared-Pa55word-z9"
+    sasl = SaslServerDouble({"ops": password}, mechanisms=("SCRAM-SHA-512",))
+    async with FakeClusterDouble(brokers=1, sasl=sasl) as fake:
+        reader = GuardedSecretsDouble({("team", "shared"): {"username": b"ops", "password": password.encode()}})
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        reconciler = operator(catalog, writer, reader)
+        await connect(reconciler, cluster_body(fake.bootstrap, sasl={
+            "mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "shared"}}))
+        assert ("team", "shared") in reader.protected
+        user = {"kind": "KafkaUser", "metadata": {"name": "ops", "namespace": "team", "uid": "u-1"},
+                "spec": {"clusterRef": {"name": "main"}, "authentication": {
+                    "type": "scram-sha-512", "passwordSecretRef": {"name": "shared"}}}}
+        await release_user_secret(reader, user, [], keep=reconciler.clusters.secrets_in_use("team"))
+        assert reader.released == [], "the KafkaCluster still logs in with it"
+        await reconciler.close()

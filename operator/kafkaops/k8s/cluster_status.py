@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkaops.k8s.context import CLUSTER_NOT_READY, ClusterContext, ClusterKey, Clusters, Connection, deletion_times
 from kafkaops.k8s.kinds import CLUSTER_PLURAL, generation_of, is_paused, is_unmanaged, uid_of
+from kafkaops.k8s.principals import referenced_secret
 from kafkaops.k8s.secrets import secret_names
 from kafkaops.k8s.status import Phase, Result, Verdict, is_settled
 from kafkaops.reconcile import Problem
@@ -128,7 +129,11 @@ class ClusterStatus:
         checked = check_custom_resource(body)
         names = secret_names(checked.resource) if isinstance(checked.resource, KafkaCluster) else set()
         await self.clusters.close(key)
-        await self.clusters.release_secrets(key[0], names)  # the namespace's deletion may now finish
+        # a KafkaUser's password Secret may be the one the cluster logged in with: it stays protected
+        users = {secret for c in self.clusters.contexts() if c.key[0] == key[0]
+                 for b in self.catalog.resources(c.key)
+                 if (b.get("metadata") or {}).get("namespace") == key[0] and (secret := referenced_secret(b)) is not None}
+        await self.clusters.release_secrets(key[0], names, keep=users)  # the namespace's deletion may now finish
         return Result(release=True)
 
     async def _record_deletions(self, context: ClusterContext) -> bool:

@@ -318,12 +318,16 @@ class Clusters:
                                 "grant `patch` on secrets (manifests/secrets-access)", *context.key, name,
                                 type(exc).__name__)
 
-    async def release_secrets(self, namespace: str, names: set[str]) -> None:
-        """Take SECRET_FINALIZER off Secrets no KafkaCluster of this operator connects with any more."""
+    def secrets_in_use(self, namespace: str) -> set[str]:
+        """The Secrets of `namespace` that a KafkaCluster of this operator connects with."""
+        return {n for c in self._contexts.values() if c.key[0] == namespace for n in secret_names(c.model)}
+
+    async def release_secrets(self, namespace: str, names: set[str], keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """Take SECRET_FINALIZER off Secrets no KafkaCluster of this operator connects with any more
+        (and that are not in `keep`: e.g. a KafkaUser's password Secret)."""
         if not hasattr(self.reader, "release_secret"):
             return
-        used = {n for c in self._contexts.values() if c.key[0] == namespace for n in secret_names(c.model)}
-        for name in sorted(names - used):
+        for name in sorted(names - self.secrets_in_use(namespace) - keep):
             try:
                 await self.reader.release_secret(namespace, name)  # type: ignore[union-attr]
             except Exception:  # noqa: BLE001 - logged with its context; a person can remove it by hand

@@ -248,7 +248,8 @@ async def _removed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, logger: 
     result = await reconciler.remove(_plain(body))
     if result.release:
         if body.get("kind") == KAFKA_USER and (cluster := cluster_of(body)) is not None:
-            await release_user_secret(reconciler.clusters.reader, body, reconciler.catalog.resources(cluster))
+            await release_user_secret(reconciler.clusters.reader, body, reconciler.catalog.resources(cluster),
+                                      keep=reconciler.clusters.secrets_in_use(body.get("metadata", {}).get("namespace")))
         if result.event is not None:
             kopf.event(body, type=result.event.type, reason=result.event.reason, message=result.event.message)
         return

@@ -270,7 +270,8 @@ class Principals:
         previous = status_of(body).get("secretName")
         if isinstance(previous, str) and previous != auth.secret_name:  # the spec names another Secret now
             await release_user_secret(self.clusters.reader, {**body, "spec": {"authentication": {
-                "passwordSecretRef": {"name": previous}}}}, self.catalog.resources(context.key))
+                "passwordSecretRef": {"name": previous}}}}, self.catalog.resources(context.key),
+                keep=self.clusters.secrets_in_use((body.get("metadata") or {}).get("namespace")))
         return PrincipalInputs({model.user_name: read.value}, fields, {PASSWORD_VERSION: read.version})
 
     async def seed_passwords(self, context: ClusterContext,
@@ -354,12 +355,13 @@ def referenced_secret(body: Mapping[str, Any]) -> str | None:
     return ref.get("name") if isinstance(ref.get("name"), str) else None
 
 
-async def release_user_secret(api: Any, body: Mapping[str, Any], others: Iterable[Mapping[str, Any]]) -> None:
+async def release_user_secret(api: Any, body: Mapping[str, Any], others: Iterable[Mapping[str, Any]],
+                              keep: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     """A KafkaUser let go: the finalizer leaves its referenced Secret unless another KafkaUser of
-    the namespace still references it."""
+    the namespace still references it, or it is in `keep` (a KafkaCluster logs in with it)."""
     name = referenced_secret(body)
     metadata = body.get("metadata") or {}
-    if name is None or not hasattr(api, "release_secret"):
+    if name is None or name in keep or not hasattr(api, "release_secret"):
         return
     if secret_still_used(name, metadata.get("namespace"), str(metadata.get("uid")), others):
         return
