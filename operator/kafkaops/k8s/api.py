@@ -30,6 +30,16 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or type(exc).__module__.startswith("urllib3")
 
 
+def _secret_error(exc: Exception, namespace: str, name: str) -> Exception:
+    """The API's answer about a Secret as the operator's own error (404, 403), else itself."""
+    status = getattr(exc, "status", None)
+    if status == 404:
+        return SecretNotFound(f"Secret {namespace}/{name} not found")
+    if status == 403:
+        return SecretForbidden(f"Secret {namespace}/{name}: forbidden")
+    return exc
+
+
 def _retrying(attempts: int) -> AsyncRetrying:
     return AsyncRetrying(retry=retry_if_exception(transient), stop=stop_after_attempt(attempts),
                          wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
@@ -61,11 +71,7 @@ class KubernetesApi:
         try:
             secret = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
         except ApiException as exc:
-            if exc.status == 404:
-                raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
-            if exc.status == 403:
-                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
-            raise
+            raise _secret_error(exc, namespace, name) from None
         return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
 
     async def read_secret(self, namespace: str, name: str) -> SecretObject:
@@ -76,11 +82,7 @@ class KubernetesApi:
             secret = await asyncio.get_running_loop().run_in_executor(
                 self._writers, self._core.read_namespaced_secret, name, namespace)
         except ApiException as exc:
-            if exc.status == 404:
-                raise SecretNotFound(f"Secret {namespace}/{name} not found") from None
-            if exc.status == 403:
-                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
-            raise
+            raise _secret_error(exc, namespace, name) from None
         return decode_secret(secret)
 
     async def create_secret(self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str],
@@ -97,9 +99,7 @@ class KubernetesApi:
         except ApiException as exc:
             if exc.status == 409:
                 raise SecretExists(f"Secret {namespace}/{name} exists") from None
-            if exc.status == 403:
-                raise SecretForbidden(f"Secret {namespace}/{name}: forbidden") from None
-            raise
+            raise _secret_error(exc, namespace, name) from None
         return decode_secret(secret)
 
     async def protect_secret(self, namespace: str, name: str) -> bool:

@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Mapping
+from typing import Any
 
 from kafkaops.kafka import KafkaError, QuotaAlteration, QuotaEntity, ScramMechanism
 from kafkaops.kafka.errors import ErrorCode
@@ -201,22 +202,35 @@ def plan_user(user: KafkaUser, observed: ObservedState, ownership: Ownership, pa
     if isinstance(credential, Problem):
         return _with(base, problem=credential)
     steps, changes, created = credential
-    if entity is not None and (user.quotas is not None or ownership.keys(quota_owner(entity))):
-        quotas = quota_ops(entity, user.quotas or {}, observed, ownership)
-        if isinstance(quotas, Problem):
-            return _with(base, problem=quotas)
-        if quotas[0] is not None:
-            steps.append(quotas[0])
-        changes.extend(quotas[1])
-    if user.manages_acls:
-        acls = acl_diff(user.principal, user.bindings, observed)
-        if isinstance(acls, Problem):
-            return _with(base, problem=acls)
-        steps.extend(acls[0])
-        changes.extend(acls[1])
+    wanted_quotas = (user.quotas or {}) if entity is not None and (
+        user.quotas is not None or ownership.keys(quota_owner(entity))) else None
+    problem = _quota_and_acl_steps(user, entity, wanted_quotas, user.bindings, observed, ownership, steps, changes)
+    if problem is not None:
+        return _with(base, problem=problem)
     if not steps:
         return base
     return _with(base, action=Action.CREATE if created else Action.UPDATE, changes=tuple(changes), steps=tuple(steps))
+
+
+def _quota_and_acl_steps(user: KafkaUser, entity: QuotaEntity | None, quotas: Mapping[str, float] | None,
+                         bindings: Any, observed: ObservedState, ownership: Ownership,
+                         steps: list[Step], changes: list[FieldChange]) -> Problem | None:
+    """A user's quota alteration (towards `quotas`; None: leave its quotas alone) and ACL diff
+    (towards `bindings`, when it manages ACLs), appended to `steps`/`changes`; or the problem."""
+    if entity is not None and quotas is not None:
+        altered = quota_ops(entity, quotas, observed, ownership)
+        if isinstance(altered, Problem):
+            return altered
+        if altered[0] is not None:
+            steps.append(altered[0])
+        changes.extend(altered[1])
+    if user.manages_acls:
+        acls = acl_diff(user.principal, bindings, observed)
+        if isinstance(acls, Problem):
+            return acls
+        steps.extend(acls[0])
+        changes.extend(acls[1])
+    return None
 
 
 def plan_user_removal(user: KafkaUser, observed: ObservedState, ownership: Ownership) -> ResourcePlan:
@@ -237,19 +251,10 @@ def plan_user_removal(user: KafkaUser, observed: ObservedState, ownership: Owner
             if info.mechanism is declared or info.mechanism.sasl_name in owned:
                 steps.append(DeleteScramCredential(user.user_name, info.mechanism))
                 changes.append(FieldChange(f"credential.{info.mechanism.sasl_name}", f"{info.iterations} iterations", None))
-    if entity is not None and ownership.keys(quota_owner(entity)):
-        quotas = quota_ops(entity, {}, observed, ownership)
-        if isinstance(quotas, Problem):
-            return _with(base, problem=quotas)
-        if quotas[0] is not None:
-            steps.append(quotas[0])
-        changes.extend(quotas[1])
-    if user.manages_acls:
-        acls = acl_diff(user.principal, frozenset(), observed)
-        if isinstance(acls, Problem):
-            return _with(base, problem=acls)
-        steps.extend(acls[0])
-        changes.extend(acls[1])
+    problem = _quota_and_acl_steps(user, entity, {} if entity is not None and ownership.keys(quota_owner(entity))
+                                   else None, frozenset(), observed, ownership, steps, changes)
+    if problem is not None:
+        return _with(base, problem=problem)
     if not steps:
         return base
     return _with(base, action=Action.DELETE, changes=tuple(changes), steps=tuple(steps))
