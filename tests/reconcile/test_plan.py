@@ -305,3 +305,19 @@ def test_plan_is_pure_and_repeatable() -> None:
     want = desired(topic("orders", 6, config={"retention.ms": 5}), topic("new"))
     state = observed(observed_topic("orders", 3))
     assert plan(want, state) == plan(want, state)
+
+
+def test_a_topic_not_read_is_not_taken_for_gone_when_it_is_deleted() -> None:
+    """Found by the sharding e2e in CI: a connection lost while the deletion read the topic answers
+    NETWORK_EXCEPTION for it; "not in the topics read" was taken for "already gone", and the resource
+    was released with the topic still in Kafka. Likewise a broker config not read."""
+    from kafkaops.reconcile.plan import plan_removal
+
+    lost = KafkaError.of(ErrorCode.network_exception, "connection closed")
+    doomed = desired(topic("doomed", 1, 1)).topics[0]
+    planned = plan_removal(doomed, observed(topic_errors={"doomed": lost}), Ownership())
+    assert planned.problem is not None and planned.problem.retriable and planned.steps == ()
+    assert plan_removal(doomed, observed(), Ownership()).problem is None, "really gone: nothing to do"
+    defaults = desired(broker_config("defaults", {"log.retention.ms": 1})).broker_configs[0]
+    planned = plan_removal(defaults, observed(broker_config_errors={"": lost}), Ownership())
+    assert planned.problem is not None and planned.problem.retriable

@@ -318,6 +318,11 @@ def plan_removal(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser
     if isinstance(resource, KafkaTopic):
         base = ResourcePlan(resource.source, KAFKA_TOPIC, resource.topic_name, Action.NONE,
                             owner=topic_owner(resource.topic_name))
+        if (error := observed.topic_errors.get(resource.topic_name)) is not None:
+            # not read (a connection lost mid-read answers NETWORK_EXCEPTION per topic): that is no
+            # proof it is gone, and "gone" would release the resource with the topic still in Kafka
+            return _with(base, problem=Problem(error.name, f"cannot read topic {resource.topic_name!r}"
+                                               + (f": {error.message}" if error.message else ""), retriable=True))
         if resource.topic_name not in observed.topics:
             return base
         return _with(base, action=Action.DELETE, changes=(FieldChange("topic", resource.topic_name, None),),
@@ -335,6 +340,10 @@ def plan_removal(resource: KafkaTopic | KafkaAcl | KafkaBrokerConfig | KafkaUser
     owner = broker_owner(key)
     base = ResourcePlan(resource.source, KAFKA_BROKER_CONFIG, f"brokers/{key or 'default'}", Action.NONE, owner=owner,
                         owned_keys=frozenset())
+    if key in observed.broker_config_errors:  # not read: resetting nothing would release it with the keys set
+        error = observed.broker_config_errors[key]
+        return _with(base, problem=Problem(error.name, f"cannot read the configs of brokers/{key or 'default'}"
+                                           + (f": {error.message}" if error.message else ""), retriable=True))
     source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if resource.broker_id is None else ConfigSource.DYNAMIC_BROKER_CONFIG
     ops, changes = _config_ops(owner, {}, observed.broker_configs.get(key, {}), source, ownership)
     if not ops:
