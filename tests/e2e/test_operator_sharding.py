@@ -8,13 +8,17 @@ Ready, a deletion made after the kill is carried out by the new owner, and no to
 from __future__ import annotations
 
 import json
+import shutil
 import signal
+import subprocess
 import time
 import urllib.request
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkaops.k8s.kinds import FINALIZER
 from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_emulator, start_operator
 
 from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, wait_until
@@ -39,6 +43,12 @@ def holders(kube: Kube) -> dict[str, str]:
             for lease in leases}
 
 
+def mentions(replicas: dict[str, ChildProcess], needle: str) -> str:
+    """The lines of every replica's log that mention `needle` (what a failure shows)."""
+    return "\n".join(f"{name}: {line}" for name, replica in replicas.items()
+                     for line in replica.log(10**8).splitlines() if needle in line)
+
+
 def ready_at_generation(item: dict[str, Any] | None) -> bool:
     return item is not None and condition(item, "Ready").get("status") == "True" and \
         item.get("status", {}).get("observedGeneration") == item["metadata"].get("generation")
@@ -58,6 +68,9 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             wait_until(lambda: len(kube.list("kafkatopics")) == len(CLUSTERS) * TOPICS_PER_CLUSTER
                        and all(ready_at_generation(t) for t in kube.list("kafkatopics")), timeout=120,
                        what="every topic Ready")
+            unguarded = [t["metadata"]["name"] for t in kube.list("kafkatopics")
+                         if FINALIZER not in (t["metadata"].get("finalizers") or ())]
+            assert not unguarded, f"Ready without our finalizer (a deletion would skip Kafka): {unguarded}"
             owners = holders(kube)
             assert sorted(owners) == CLUSTERS and set(owners.values()) <= set(names), owners
             for c, owner in owners.items():  # the holder works on it: it connected it
@@ -91,7 +104,9 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
             wait_until(lambda: kube.get("kafkatopics", f"{target}-t1") is None, timeout=60,
                        what="the topic deleted after the kill released by the new owner")
             state = kafka_state(kafka)
-            assert f"{target}-t1" not in state["topics"] and state["deleted"].get(f"{target}-t1") == 1
+            assert f"{target}-t1" not in state["topics"] and state["deleted"].get(f"{target}-t1") == 1, \
+                (state["topics"].get(f"{target}-t1"), state["deleted"].get(f"{target}-t1"),
+                 state["created"].get(f"{target}-t1"), mentions(replicas, f"{target}-t1"))
             assert len(state["topics"][f"{target}-t0"]["replicas"]) == 2
             assert f"{target}-late" in state["topics"]
             new_owner = holders(kube)[target]
@@ -128,3 +143,52 @@ def test_three_replicas_share_the_clusters_and_a_killed_one_is_replaced() -> Non
         finally:
             for replica in replicas.values():
                 replica.stop()
+
+
+@pytest.mark.skipif(bool(REAL_KUBECONFIG), reason="starts its own replica against the emulator")
+def test_a_resource_made_ready_by_another_replica_without_our_finalizer_is_guarded_on_pick_up() -> None:
+    """The fault (CI, the test above under load): a replica made a KafkaTopic Ready, then lost the
+    cluster before its kopf put our finalizer on it; the next owner found it settled, never saw an
+    event for it, and a `kubectl delete` released it at once, leaving the topic in Kafka under the
+    Delete policy. Here the state that replica left is written by hand: Ready at its generation, no
+    finalizer, before any replica runs (kopf's first listing comes before the Lease is held, so
+    without the guard nothing ever adds the finalizer)."""
+    with start_dev_cluster("--control-port", "0") as kafka, \
+            start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        kube = Kube(api.kubeconfig, "kafka")
+        admin = AdminClient({"bootstrap.servers": kafka.url})  # that replica created it in Kafka
+        for future in admin.create_topics([NewTopic("orphan", 1, 1)]).values():
+            future.result(30)
+        kube.create("kafkaclusters", {**cluster("c0", ""), "spec": {"bootstrapServers": kafka.url.split(",")}})
+        made = kube.create("kafkatopics", topic("orphan", "c0", deletionPolicy="Delete"))
+        generation = made["metadata"]["generation"]
+        kube.custom.patch_namespaced_custom_object_status(
+            "kafkaops.io", "v1alpha1", "kafka", "kafkatopics", "orphan",
+            {"status": {"observedGeneration": generation,
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "Applied", "message": "",
+                                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                                        "observedGeneration": generation}]}})
+        assert FINALIZER not in (kube.get("kafkatopics", "orphan")["metadata"].get("finalizers") or ())
+        replica = start_operator(api.kubeconfig, env={**SHARDED, "POD_NAME": "op-0"})
+        try:
+            wait_until(lambda: holders(kube).get("c0") == "op-0", timeout=60, what="the cluster's Lease held")
+            wait_until(lambda: FINALIZER in (kube.get("kafkatopics", "orphan")["metadata"].get("finalizers") or ()),
+                       timeout=30, what="our finalizer on the picked-up KafkaTopic")
+            wait_until(lambda: any("KafkaCluster kafka/c0: 1 resource(s) compared with Kafka" in line
+                                   for line in replica.log(10**8).splitlines()), timeout=60,
+                       what="the new owner's first resync (nothing to change: no event for kopf)")
+            kubectl = shutil.which("kubectl")
+            command = [kubectl, "--kubeconfig", str(api.kubeconfig), "-n", "kafka", "delete", "kafkatopic", "orphan",
+                       "--wait=false"] if kubectl else None
+            if command:  # as a user types it
+                out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+                assert out.returncode == 0, out.stderr
+            else:
+                kube.delete("kafkatopics", "orphan")
+            wait_until(lambda: kube.get("kafkatopics", "orphan") is None, timeout=60, what="the KafkaTopic released")
+            state = kafka_state(kafka)
+            assert "orphan" not in state["topics"] and state["deleted"].get("orphan") == 1, \
+                (state["topics"].get("orphan"), mentions({"op-0": replica}, "finalizer"))
+            assert "1 finalizer(s) added" in replica.log(10**8)
+        finally:
+            replica.stop()

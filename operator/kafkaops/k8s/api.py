@@ -12,7 +12,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from kafkaops.k8s.kinds import GROUP, VERSION
+from kafkaops.k8s.kinds import FINALIZER, GROUP, VERSION
 from kafkaops.k8s.principals import SecretExists, SecretObject, decode_secret
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 
@@ -136,6 +136,42 @@ class KubernetesApi:
                 if exc.status != 409:
                     raise
         raise RuntimeError(f"Secret {namespace}/{name}: its finalizers kept changing ({attempts} attempts)")
+
+    async def guard(self, plural: str, namespace: str, name: str, attempts: int = 5) -> None:
+        """Put our finalizer on a kafkaops.io object that lacks it (what kopf does before its first
+        handler), guarded by the object's resourceVersion: a concurrent change of its finalizers
+        is re-read, not overwritten. An object gone or being deleted meanwhile is left alone.
+
+        Sharded mode: a replica picking up a cluster guards its resources before reconciling
+        them: objects another replica made Ready but whose finalizer that replica's kopf never
+        added (ownership moved before its patch) were otherwise released by a deletion without
+        deleting in Kafka (found by the sharding e2e under load)."""
+        from kubernetes.client.exceptions import ApiException
+
+        for _ in range(attempts):
+            try:
+                body = await asyncio.to_thread(self._custom.get_namespaced_custom_object, GROUP, VERSION, namespace,
+                                               plural, name)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return
+                raise
+            metadata = body.get("metadata") or {}
+            finalizers = list(metadata.get("finalizers") or [])
+            if FINALIZER in finalizers or metadata.get("deletionTimestamp"):
+                return
+            patch = {"metadata": {"finalizers": [*finalizers, FINALIZER],
+                                  "resourceVersion": metadata.get("resourceVersion")}}
+            try:
+                await asyncio.to_thread(self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace,
+                                        plural, name, patch)
+                return
+            except ApiException as exc:
+                if exc.status == 404:
+                    return
+                if exc.status != 409:
+                    raise
+        raise RuntimeError(f"{plural} {namespace}/{name}: its finalizers kept changing ({attempts} attempts)")
 
     async def annotate(self, plural: str, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
         """Merge annotations into a kafkaops.io object (a watch event for kopf); gone meanwhile: no error."""

@@ -73,7 +73,7 @@ def _start_sharding(api: Any, state: OperatorState, operator_settings: OperatorS
         await api.annotate(plural, namespace, name, {PICKED_UP: f"{identity} {stamp}"})
 
     reconciler = state.reconciler
-    reconciler.owner, reconciler.toucher = sharder, touch
+    reconciler.owner, reconciler.toucher, reconciler.guard = sharder, touch, api.guard
     sharder.on_gained, sharder.on_lost = reconciler.pick_up, reconciler.drop
     kopf_sharding.install(sharder)  # which also starts the sharder, from kopf's first object
     logging.getLogger("kafkaops.operator").info(

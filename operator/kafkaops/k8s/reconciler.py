@@ -25,7 +25,7 @@ from typing import Any
 from kafkaops.k8s.catalog import Catalog
 from kafkaops.k8s.cluster_status import ClusterStatus
 from kafkaops.k8s.drift import Resync
-from kafkaops.k8s.handover import Handover, Ownership, OwnsEverything, Toucher
+from kafkaops.k8s.handover import Guard, Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.principals import Principals
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
@@ -117,6 +117,7 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
     waiting: WaitingRoom = field(default_factory=WaitingRoom)
     owner: Ownership = field(default_factory=OwnsEverything)  # sharded mode: the Sharder (handover.py)
     toucher: Toucher | None = None
+    guard: Guard | None = None
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _models: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)  # drift.py's cache
     _lagging: dict[str, str] = field(default_factory=dict, repr=False)  # drift.py's safety net
