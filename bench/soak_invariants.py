@@ -182,8 +182,7 @@ def check_secrets(texts: Mapping[str, str], secrets: Iterable[str]) -> list[Dive
 def check_deletion_cap(deletions: Iterable[tuple[float, str]], topics: set[str], cap: int, window: float,
                        until: float) -> list[Divergence]:
     """At most `cap` deletions of `topics` (one KafkaCluster's) in Kafka within any `window`
-    seconds before `until` (the moment a person confirmed more). `window` should be shorter than
-    the operator's own (the time from admission to the deletion in Kafka varies under faults)."""
+    seconds before `until` (the moment a person confirmed more), in Kafka's own deletion times."""
     times = sorted(at for at, name in deletions if name in topics and at < until)
     found = []
     for index, at in enumerate(times):

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafkaops.k8s.context import Clusters, Connection, DeletionGate, OperatorSettings, deletion_times, recorded_deletions
+from kafkaops.k8s.context import Clusters, Connection, OperatorSettings
+from kafkaops.k8s.deletion_gate import DeletionGate, DeletionRecord, recorded_deletions
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import Reconciler
 from kafkaops.kafka import AdminClient
@@ -54,13 +55,57 @@ async def topics_in(bootstrap: str, **security: Any) -> set[str]:
 def test_the_gate_counts_deletions_another_process_recorded() -> None:
     first = DeletionGate(cap=2, window=60)
     assert first.admit("a", now=1000.0) and first.admit("b", now=1001.0)
-    recorded = recorded_deletions({"status": {"recentTopicDeletions": deletion_times(first.recent(now=1002.0))}})
-    assert recorded == pytest.approx([1000.0, 1001.0])
+    first.finish("a", now=1000.5)
+    first.finish("b", now=1001.5)
+    recorded = DeletionRecord.of({"status": first.record(now=1002.0).status()})
+    assert recorded.finished == pytest.approx((1000.5, 1001.5)) and recorded.in_flight == ()
     restarted = DeletionGate(cap=2, window=60)
-    restarted.merge(recorded)
+    restarted.merge(recorded, now=1002.0)
     assert not restarted.admit("c", now=1002.0), "the cap holds across the restart"
-    assert restarted.admit("c", now=1061.5), "and frees up as the window slides"
+    assert restarted.admit("c", now=1061.6), "and frees up as the window slides"
     assert recorded_deletions({"status": {"recentTopicDeletions": ["not a time"]}}) == []
+
+
+def test_a_deletion_delayed_by_retries_holds_its_slot_until_it_ends() -> None:
+    """The soak's deletion-cap fault: a slot held from admission only let Kafka see 5 deletions
+    within 15 s under a cap of 4 per 30 s (one admitted early, sent 15 s later after retries)."""
+    gate = DeletionGate(cap=2, window=30)
+    assert gate.admit("slow", now=0.0)  # its DeleteTopics meets NOT_CONTROLLER and throttling
+    assert gate.admit("quick", now=1.0)
+    gate.finish("quick", now=1.2)
+    assert not gate.admit("third", now=20.0)
+    assert gate.admit("third", now=31.5), "the quick one's window has passed"
+    assert not gate.admit("fourth", now=32.0), "the slow one is still in flight: its slot is held"
+    gate.finish("third", now=33.0)
+    gate.finish("slow", now=40.0)  # it reached Kafka at some moment up to now, maybe next to the third
+    assert not gate.admit("fourth", now=62.5)
+    assert gate.admit("fourth", now=63.5), "a window after the third ended; the slow one holds the other slot"
+    assert not gate.admit("fifth", now=64.0)
+
+
+def test_a_deletion_another_process_left_in_flight_counts_from_when_it_is_first_seen() -> None:
+    """A process killed mid-deletion: its admission is recorded in flight; it may have reached
+    Kafka at any moment up to the kill, so the next process counts it finished when it first sees it."""
+    dead = DeletionGate(cap=1, window=30)
+    assert dead.admit("a", now=100.0)
+    recorded = DeletionRecord.of({"status": dead.record(now=100.1).status()})
+    assert recorded.in_flight == pytest.approx((100.0,))
+    restarted = DeletionGate(cap=1, window=30)
+    restarted.merge(recorded, now=140.0)
+    restarted.merge(recorded, now=150.0)  # seen again (the status not yet rewritten): not moved
+    assert not restarted.admit("b", now=169.0)
+    assert restarted.admit("b", now=170.5)
+    written = restarted.record(now=170.6)
+    assert written.finished == () and written.in_flight == pytest.approx((170.5,))
+
+
+def test_a_recorded_time_read_back_is_the_same_deletion() -> None:
+    gate = DeletionGate(cap=2, window=60)
+    assert gate.admit("a", now=1000.123456789)
+    gate.finish("a", now=1000.987654321)
+    for _ in range(3):  # the operator merges its own record back from the watch cache at each deletion
+        gate.merge(DeletionRecord.of({"status": gate.record(now=1001.0).status()}), now=1001.0)
+    assert gate.held(now=1001.0) == 1
 
 
 async def test_the_deletion_cap_holds_across_an_operator_restart() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kafkaops.k8s.context import CLUSTER_NOT_READY, ClusterContext, ClusterKey, Clusters, Connection, deletion_times
+from kafkaops.k8s.context import CLUSTER_NOT_READY, ClusterContext, ClusterKey, Clusters, Connection
 from kafkaops.k8s.kinds import CLUSTER_PLURAL, generation_of, is_paused, is_unmanaged, uid_of
 from kafkaops.k8s.principals import referenced_secret
 from kafkaops.k8s.secrets import secret_names
@@ -137,15 +137,15 @@ class ClusterStatus:
         return Result(release=True)
 
     async def _record_deletions(self, context: ClusterContext) -> bool:
-        """Write the deletions admitted within the window to the KafkaCluster's status, before the
-        deletion is sent: a restarted or another replica merges them (the cap holds across processes)."""
+        """Write the deletion gate's record (finished within the window, in flight) to the KafkaCluster's
+        status, before a deletion is sent and after it ends: a restarted or another replica merges it
+        (the cap holds across processes; k8s/deletion_gate.py)."""
         if self.status_writer is None or context.gate is None:
             return True
         try:
-            await self.status_writer(CLUSTER_PLURAL, context.key[0], context.key[1],
-                                     {"recentTopicDeletions": deletion_times(context.gate.recent())})
+            await self.status_writer(CLUSTER_PLURAL, context.key[0], context.key[1], context.gate.record().status())
         except Exception:  # noqa: BLE001 - the API refused after retries: no deletion without a record
-            log.warning("KafkaCluster %s/%s: recording a topic deletion failed; the deletion waits", *context.key,
+            log.warning("KafkaCluster %s/%s: recording the topic deletions failed (none is sent without a record)", *context.key,
                         exc_info=True)
             return False
         return True

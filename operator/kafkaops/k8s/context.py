@@ -12,14 +12,13 @@ context's engine, so every handler's single item joins the same batches.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kafkaops.k8s.deletion_gate import DeletionGate
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings
 from kafkaops.kafka.apis import Api
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError, KafkaOpsError, RequestTimedOut
@@ -75,63 +74,6 @@ class OperatorSettings:
     sharding: str | None = None  # "leases": KafkaClusters spread over the replicas (k8s/shards.py)
     lease_duration: float = 15.0  # sharded mode: a dead replica's clusters move after this long
     lease_namespace: str = "default"  # sharded mode: where the Leases live (the operator's namespace)
-
-
-class DeletionGate:
-    """The cluster's topic-deletion cap across resources: at most `cap` deletions within `window`
-    seconds unless a person confirmed (KafkaCluster annotation kafkaops.io/confirm-deletions).
-
-    Times are wall-clock seconds, so that the admitted deletions can be recorded in the
-    KafkaCluster's status (`recentTopicDeletions`) and merged back by the next process: the cap
-    then holds across operator restarts and replicas, not only within one process."""
-
-    def __init__(self, cap: int, window: float) -> None:
-        self.cap = cap
-        self.window = window
-        self._recent: list[float] = []
-        self.confirmed_until = 0.0
-        self.waiting: set[str] = set()
-
-    def _trim(self, now: float) -> None:
-        self._recent = [t for t in self._recent if now - t <= self.window]
-
-    def merge(self, recorded: Iterable[float]) -> None:
-        """Add deletions another process (or this one, before a restart) recorded."""
-        self._recent = sorted(set(self._recent) | set(recorded))
-
-    def admit(self, who: str, now: float | None = None) -> bool:
-        now = time.time() if now is None else now
-        self._trim(now)
-        if len(self._recent) < self.cap or now < self.confirmed_until:
-            self._recent.append(now)
-            self.waiting.discard(who)
-            return True
-        self.waiting.add(who)
-        return False
-
-    def recent(self, now: float | None = None) -> list[float]:
-        """The deletions within the window, oldest first (what the status records)."""
-        self._trim(time.time() if now is None else now)
-        return sorted(self._recent)
-
-    def confirm(self, ttl: float, now: float | None = None) -> None:
-        self.confirmed_until = (time.time() if now is None else now) + ttl
-
-
-def recorded_deletions(cluster_body: Mapping[str, Any]) -> list[float]:
-    """The deletion times a KafkaCluster's status records (`recentTopicDeletions`, RFC 3339)."""
-    times = []
-    for text in (cluster_body.get("status") or {}).get("recentTopicDeletions") or ():
-        try:
-            times.append(datetime.datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp())
-        except ValueError:
-            log.warning("ignored an unreadable recentTopicDeletions entry %r", text)
-    return times
-
-
-def deletion_times(times: Iterable[float]) -> list[str]:
-    return [datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-            for t in times]
 
 
 @dataclass

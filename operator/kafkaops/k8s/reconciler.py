@@ -35,8 +35,8 @@ from kafkaops.k8s.context import (
     ClusterContext,
     ClusterKey,
     Clusters,
-    recorded_deletions,
 )
+from kafkaops.k8s.deletion_gate import DeletionRecord
 from kafkaops.k8s.kinds import (
     CLAIMED,
     PLURALS,
@@ -396,26 +396,37 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
                 # kopf calls again soon; each call waits up to cluster_wait for the cluster to connect
                 return replace(self._result(body, verdict), retry_after=1.0)
             assert context is not None and context.engine is not None and context.gate is not None
-            if isinstance(model, KafkaTopic):
-                context.gate.merge(recorded_deletions(cluster_body))
+            gated = isinstance(model, KafkaTopic)
+            if gated:
+                context.gate.merge(DeletionRecord.of(cluster_body))
                 if not context.gate.admit(mine.uid):
                     message = (f"more than {context.gate.cap} topic deletions within {context.gate.window:g}s on "
                                f"KafkaCluster {context.model.name}: paused until a person annotates the KafkaCluster "
                                "with kafkaops.io/confirm-deletions=true")
                     return self._result(body, Verdict(Phase.RECONCILING, DELETION_CAP_EXCEEDED, message))
                 if not await self._record_deletions(context):
+                    context.gate.withdraw(mine.uid)
                     return replace(self._result(body, Verdict(
                         Phase.RECONCILING, "DeletionNotRecorded", "the KafkaCluster's status did not take the deletion "
                         "record (the cap must hold across restarts): retrying")), retry_after=2.0)
+            sending = False
             try:
                 engine = context.engine
                 planned = await engine.plan_removal(model)
+                sending = bool(planned.plan.pending)
                 report = await engine.apply(planned, RunOptions(all_topics=False))
             except KafkaConnectionError as exc:
                 return replace(self._connection_lost(body, context, exc), waits_for=None, retry_after=1.0)
             except AuthenticationFailed as exc:
                 return replace(self._connection_lost(body, context, exc, AUTHENTICATION_FAILED), waits_for=None,
                                retry_after=1.0)
+            finally:
+                if gated and sending:  # it may have reached Kafka: its slot is held a window from now
+                    context.gate.finish(mine.uid)
+                elif gated:  # only read (the topic was gone, or the read failed): nothing reached Kafka
+                    context.gate.withdraw(mine.uid)
+                if gated:
+                    await self._record_deletions(context)  # failed: a restart counts it in flight (safe)
         outcome = report.outcomes[0]
         if outcome.ok:
             self._locks.pop(uid, None)
