@@ -276,3 +276,46 @@ async def test_a_secret_shared_by_a_kafka_cluster_and_a_kafka_user_stays_protect
         await release_user_secret(reader, user, [], keep=reconciler.clusters.secrets_in_use("team"))
         assert reader.released == [], "the KafkaCluster still logs in with it"
         await reconciler.close()
+
+
+async def topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    from kafkaops.kafka.models import ConfigResource
+
+    async with AdminClient.connect(bootstrap) as admin:
+        described = await admin.describe_configs([ConfigResource.topic(topic)])
+    return {k: e.value for k, e in described[ConfigResource.topic(topic)].value.items() if not e.is_default}
+
+
+async def test_a_config_key_set_before_a_kill_is_still_ours_when_the_spec_drops_it() -> None:
+    """The soak's random seed 507317: `retention.ms` added by an edit, the operator killed after
+    Kafka took it and before the status recorded it as ours; the next edit dropped it from the
+    spec and the next process left it set in Kafka. The key is now recorded before it is set."""
+    async with FakeClusterDouble(brokers=1) as fake:
+        catalog, writer = CatalogDouble(), StatusWriterDouble()
+        cluster = cluster_body(fake.bootstrap)
+        first = operator(catalog, writer)
+        await connect(first, cluster)
+        topic = catalog.add(topic_body("orders"))
+        created = await first.reconcile(topic)
+        assert condition(created, "Ready")["status"] == "True" and created.status.get("managedConfigKeys", []) == []
+        edited = {**topic, "metadata": {**topic["metadata"], "generation": 2}, "status": created.status,
+                  "spec": {**topic["spec"], "config": {"retention.ms": "3600000"}}}
+        await first.reconcile(edited)  # applied; the process dies before kopf writes this result
+        await first.close()
+        assert (await topic_configs(fake.bootstrap, "orders")).get("retention.ms") == "3600000"
+        in_api = {**created.status}
+        for plural, _ns, name, status in writer.written:  # what reached the API before the kill
+            if plural == "kafkatopics" and name == "orders":
+                in_api.update(status)
+        assert in_api.get("managedConfigKeys") == ["retention.ms"], "recorded before it was set"
+
+        dropped = {**edited, "metadata": {**edited["metadata"], "generation": 3}, "status": in_api,
+                   "spec": {k: v for k, v in edited["spec"].items() if k != "config"}}
+        second = operator(CatalogDouble(), writer)
+        second.catalog.add(cluster)
+        await connect(second, cluster)
+        second.catalog.add(dropped)
+        result = await second.reconcile(dropped)
+        assert condition(result, "Ready")["status"] == "True"
+        assert "retention.ms" not in await topic_configs(fake.bootstrap, "orders"), "an owned key the spec dropped is reset"
+        await second.close()

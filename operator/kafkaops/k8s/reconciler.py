@@ -71,8 +71,10 @@ from kafkaops.k8s.status import (
 from kafkaops.k8s.topic_status import topic_fields
 from kafkaops.k8s.waiting import WaitingRoom
 from kafkaops.kafka.errors import AuthenticationFailed, KafkaConnectionError
+from kafkaops.kafka.models import AlterOp
 from kafkaops.reconcile import DesiredState, Problem, RunOptions
-from kafkaops.reconcile.actions import ChangeReplicas
+from kafkaops.reconcile.actions import AlterConfigs, ChangeReplicas
+from kafkaops.reconcile.engine import Planned
 from kafkaops.reconcile.reassign import ReassignmentProgress
 from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.reconcile.reassign.manager import ActiveRun
@@ -282,7 +284,12 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
         options = RunOptions(all_topics=False, defer_replica_changes=True)
         engine = context.engine  # a context closed meanwhile (handed over, deleted) drops its engine
         try:
-            report = await engine.reconcile(DesiredState.of([model], context.model, inputs.passwords), options)
+            planned = await engine.plan(DesiredState.of([model], context.model, inputs.passwords), options)
+            if not await self._record_keys(body, planned):
+                return replace(self._result(body, Verdict(
+                    Phase.RECONCILING, "OwnershipNotRecorded", "the status did not take the config keys this change "
+                    "sets (they must be known as ours across restarts): retrying")), retry_after=2.0)
+            report = await engine.apply(planned, options)
         except KafkaConnectionError as exc:
             return self._connection_lost(body, context, exc)
         except AuthenticationFailed as exc:  # a rotated password: the probe re-reads the Secret
@@ -306,6 +313,29 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
         self.metrics.record_requests(context.model.name, engine.batcher.admin.requests_by_api)
         self.metrics.record_batcher(context.model.name, engine.batcher.stats, engine.batcher.queue_depth)
         return self._result(body, verdict, fields)
+
+    async def _record_keys(self, body: Mapping[str, Any], planned: Planned) -> bool:
+        """Intent before act: config keys an edit is about to set on something already in Kafka
+        are written to `status.managedConfigKeys` before the AlterConfigs. Otherwise a process
+        killed (or a status patch refused) between the change and its status forgot that the
+        key is ours, and a later edit dropping it from the spec left it set in Kafka (the soak's
+        random seed 507317: an owned `retention.ms` left behind). A topic's creation is not
+        recorded ahead (one write per new topic at scale): see docs/reliability.md, finding 17."""
+        status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+        recorded = {k for k in status.get("managedConfigKeys") or () if isinstance(k, str)}
+        new = keys_set_ahead(planned) - recorded
+        if not new or self.status_writer is None:
+            return True
+        metadata = body.get("metadata") or {}
+        keys = sorted(recorded | new | {k for r in planned.plan.pending if r.owner for k in planned.ownership.keys(r.owner)})
+        try:
+            await self.status_writer(PLURALS[str(body.get("kind"))], metadata.get("namespace"), metadata.get("name"),
+                                     {"managedConfigKeys": keys})
+        except Exception:  # noqa: BLE001 - the API refused after retries: nothing is set without a record
+            log.warning("%s %s/%s: recording its config keys failed; the change waits", body.get("kind"),
+                        metadata.get("namespace"), metadata.get("name"), exc_info=True)
+            return False
+        return True
 
     # --- replica changes in the background (moves.py) ------------------------------------------------
 
@@ -488,3 +518,10 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
         for task in list(self._tasks):
             task.cancel()
         await self.clusters.close_all()
+
+
+def keys_set_ahead(planned: Planned) -> set[str]:
+    """The config keys `planned` sets by AlterConfigs on owned resources (not by a creation)."""
+    return {op.name for resource in planned.plan.pending if resource.owner is not None
+            for step in resource.steps if isinstance(step, AlterConfigs)
+            for op in step.ops if op.op is AlterOp.SET}
