@@ -17,16 +17,12 @@ import soak  # noqa: E402
 
 FIXED_SEED = 16
 DURATION = 30.0  # seconds of workload and faults per seed; the quiet period is bounded separately
-# Left out until the lead fixes them (tests/soak/test_soak_regressions.py, strict xfail, replays
-# seed 16): a resource annotated managed=false and deleted just after an operator restart is
-# deleted in Kafka anyway; deleting a namespace (with its KafkaCluster) leaks Delete-policy topics.
-KNOWN_BUGS = frozenset({"unmanage", "delete_namespace"})
 
 
 @pytest.mark.parametrize("seed", [FIXED_SEED, random.SystemRandom().randrange(10**6)], ids=["fixed", "random"])
 def test_soak_keeps_every_invariant(seed: int) -> None:
-    run = soak.Soak(seed, DURATION, quiet_timeout=50.0, without=KNOWN_BUGS)
-    print(f"soak seed {seed} (replay: bench/soak.py --seed {seed} --duration {DURATION:.0f} --without unmanage --without delete_namespace)")
+    run = soak.Soak(seed, DURATION, quiet_timeout=50.0)
+    print(f"soak seed {seed} (replay: bench/soak.py --seed {seed} --duration {DURATION:.0f})")
     found = []
     try:
         found = run.run()
