@@ -98,6 +98,12 @@ def test_a_deletion_another_process_left_in_flight_counts_from_when_it_is_first_
     written = restarted.record(now=170.6)
     assert written.finished == () and written.in_flight == pytest.approx((170.5,))
 
+    third = DeletionGate(cap=2, window=30)  # written back as finished, then merged again: one deletion
+    third.merge(recorded, now=200.0)
+    for _ in range(2):
+        third.merge(DeletionRecord.of({"status": third.record(now=201.0).status()}), now=201.0)
+    assert third.held(now=201.0) == 1
+
 
 def test_a_recorded_time_read_back_is_the_same_deletion() -> None:
     gate = DeletionGate(cap=2, window=60)

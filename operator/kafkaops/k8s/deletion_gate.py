@@ -68,8 +68,8 @@ class DeletionGate:
         """Slots held now: deletions in flight, and finished within the window."""
         now = _now(now)
         self._trim(now)
-        adopted = sum(1 for t in self._adopted.values() if now - t <= self.window)
-        return len(self._finished) + len(self._in_flight) + adopted
+        adopted = {t for t in self._adopted.values() if now - t <= self.window}
+        return len({*self._finished, *adopted}) + len(self._in_flight)  # adopted ones come back as finished
 
     def merge(self, record: DeletionRecord, now: float | None = None) -> None:
         """Add what another process (or this one, before a restart) recorded."""
