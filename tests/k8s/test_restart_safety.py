@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kafkaops.k8s.context import Clusters, Connection, OperatorSettings
-from kafkaops.k8s.deletion_gate import DeletionGate, DeletionRecord, recorded_deletions
+from kafkaops.k8s.deletion_gate import DeletionGate, DeletionRecord
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import Reconciler
 from kafkaops.kafka import AdminClient
@@ -63,7 +63,7 @@ def test_the_gate_counts_deletions_another_process_recorded() -> None:
     restarted.merge(recorded, now=1002.0)
     assert not restarted.admit("c", now=1002.0), "the cap holds across the restart"
     assert restarted.admit("c", now=1061.6), "and frees up as the window slides"
-    assert recorded_deletions({"status": {"recentTopicDeletions": ["not a time"]}}) == []
+    assert DeletionRecord.of({"status": {"recentTopicDeletions": ["not a time"]}}) == DeletionRecord()
 
 
 def test_a_deletion_delayed_by_retries_holds_its_slot_until_it_ends() -> None:

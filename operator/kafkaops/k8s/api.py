@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -108,70 +108,39 @@ class KubernetesApi:
     async def release_secret(self, namespace: str, name: str) -> bool:
         return await self._secret_finalizer(namespace, name, present=False)
 
-    async def _secret_finalizer(self, namespace: str, name: str, present: bool, attempts: int = 5) -> bool:
-        """Add or remove SECRET_FINALIZER, guarded by the Secret's resourceVersion (a concurrent
-        change of its finalizers is re-read, not overwritten). False: the Secret does not exist."""
-        from kubernetes.client.exceptions import ApiException
+    async def _secret_finalizer(self, namespace: str, name: str, present: bool) -> bool:
+        """Add or remove SECRET_FINALIZER. False: the Secret does not exist."""
 
-        for _ in range(attempts):
-            try:
-                secret = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return False
-                raise
-            meta = secret.metadata
-            finalizers = list(meta.finalizers or [])
-            if (SECRET_FINALIZER in finalizers) == present or (present and meta.deletion_timestamp):
-                return True  # as wanted already; a Secret being deleted takes no new finalizer
-            finalizers = [*finalizers, SECRET_FINALIZER] if present else [f for f in finalizers if f != SECRET_FINALIZER]
-            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta.resource_version}}
-            try:
-                await asyncio.to_thread(self._core.patch_namespaced_secret, name, namespace, patch,
-                                        _content_type="application/merge-patch+json")
-                return True
-            except ApiException as exc:
-                if exc.status == 404:
-                    return False
-                if exc.status != 409:
-                    raise
-        raise RuntimeError(f"Secret {namespace}/{name}: its finalizers kept changing ({attempts} attempts)")
+        async def read() -> tuple[list[str], bool, str]:
+            meta = (await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)).metadata
+            return list(meta.finalizers or []), bool(meta.deletion_timestamp), meta.resource_version
 
-    async def guard(self, plural: str, namespace: str, name: str, attempts: int = 5) -> None:
+        async def patch(body: dict[str, Any]) -> None:
+            await asyncio.to_thread(self._core.patch_namespaced_secret, name, namespace, body,
+                                    _content_type="application/merge-patch+json")
+
+        return await _change_finalizers(read, patch, SECRET_FINALIZER, present, f"Secret {namespace}/{name}")
+
+    async def guard(self, plural: str, namespace: str, name: str) -> None:
         """Put our finalizer on a kafkaops.io object that lacks it (what kopf does before its first
-        handler), guarded by the object's resourceVersion: a concurrent change of its finalizers
-        is re-read, not overwritten. An object gone or being deleted meanwhile is left alone.
+        handler). An object gone or being deleted meanwhile is left alone.
 
         Sharded mode: a replica picking up a cluster guards its resources before reconciling
         them: objects another replica made Ready but whose finalizer that replica's kopf never
         added (ownership moved before its patch) were otherwise released by a deletion without
         deleting in Kafka (found by the sharding e2e under load)."""
-        from kubernetes.client.exceptions import ApiException
 
-        for _ in range(attempts):
-            try:
-                body = await asyncio.to_thread(self._custom.get_namespaced_custom_object, GROUP, VERSION, namespace,
-                                               plural, name)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return
-                raise
-            metadata = body.get("metadata") or {}
-            finalizers = list(metadata.get("finalizers") or [])
-            if FINALIZER in finalizers or metadata.get("deletionTimestamp"):
-                return
-            patch = {"metadata": {"finalizers": [*finalizers, FINALIZER],
-                                  "resourceVersion": metadata.get("resourceVersion")}}
-            try:
-                await asyncio.to_thread(self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace,
-                                        plural, name, patch)
-                return
-            except ApiException as exc:
-                if exc.status == 404:
-                    return
-                if exc.status != 409:
-                    raise
-        raise RuntimeError(f"{plural} {namespace}/{name}: its finalizers kept changing ({attempts} attempts)")
+        async def read() -> tuple[list[str], bool, str]:
+            metadata = (await asyncio.to_thread(self._custom.get_namespaced_custom_object, GROUP, VERSION, namespace,
+                                                plural, name)).get("metadata") or {}
+            return list(metadata.get("finalizers") or []), bool(metadata.get("deletionTimestamp")), \
+                metadata.get("resourceVersion")
+
+        async def patch(body: dict[str, Any]) -> None:
+            await asyncio.to_thread(self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural,
+                                    name, body)
+
+        await _change_finalizers(read, patch, FINALIZER, True, f"{plural} {namespace}/{name}")
 
     async def annotate(self, plural: str, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
         """Merge annotations into a kafkaops.io object (a watch event for kopf); gone meanwhile: no error."""
@@ -202,3 +171,32 @@ class KubernetesApi:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+async def _change_finalizers(read: Callable[[], Awaitable[tuple[list[str], bool, str]]],
+                             patch: Callable[[dict[str, Any]], Awaitable[None]], finalizer: str, present: bool,
+                             what: str, attempts: int = 5) -> bool:
+    """Add (present) or remove one finalizer, guarded by the object's resourceVersion: a concurrent
+    change of its finalizers is re-read, not overwritten. An object being deleted takes no new
+    finalizer. False: the object does not exist."""
+    from kubernetes.client.exceptions import ApiException
+
+    for _ in range(attempts):
+        try:
+            finalizers, deleting, version = await read()
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        if (finalizer in finalizers) == present or (present and deleting):
+            return True  # as wanted already
+        finalizers = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
+        try:
+            await patch({"metadata": {"finalizers": finalizers, "resourceVersion": version}})
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            if exc.status != 409:
+                raise
+    raise RuntimeError(f"{what}: its finalizers kept changing ({attempts} attempts)")

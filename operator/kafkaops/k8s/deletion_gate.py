@@ -108,9 +108,6 @@ class DeletionGate:
         adopted = [t for t in self._adopted.values() if now - t <= self.window]
         return DeletionRecord(tuple(sorted({*self._finished, *adopted})), tuple(sorted(self._in_flight.values())))
 
-    def recent(self, now: float | None = None) -> list[float]:
-        return list(self.record(now).finished)
-
     def confirm(self, ttl: float, now: float | None = None) -> None:
         self.confirmed_until = _now(now) + ttl
 
@@ -123,11 +120,6 @@ def _times(texts: Iterable[Any] | None) -> list[float]:
         except ValueError:
             log.warning("ignored an unreadable topic deletion time %r in a KafkaCluster's status", text)
     return times
-
-
-def recorded_deletions(cluster_body: Mapping[str, Any]) -> list[float]:
-    """The finish times a KafkaCluster's status records (`recentTopicDeletions`, RFC 3339)."""
-    return list(DeletionRecord.of(cluster_body).finished)
 
 
 def deletion_times(times: Iterable[float]) -> list[str]:

@@ -3,9 +3,10 @@ like drift.py): what a replica does when it gains a KafkaCluster's Lease, and wh
 
 Gaining: put our finalizer on every resource of the cluster that lacks it (`Guard`: the replica
 that made them Ready may have lost the cluster before its kopf added it; without it a deletion
-would release the resource and leave its topic in Kafka); connect the cluster; park every resource of it that is not settled in the waiting room
-(reconciled together once connected; their statuses are written then); the first bulk resync of the
-new context compares the settled ones. The KafkaCluster and the resources being deleted are
+would release the resource and leave its topic in Kafka); connect the cluster; park every
+resource of it that is not settled in the waiting room (reconciled together once connected;
+their statuses are written then); the first bulk resync of the new context compares the settled
+ones. The KafkaCluster and the resources being deleted are
 touched (`Toucher`: an annotation under kopf's own prefix, which kopf leaves out of its diff) so
 that kopf, which skipped them while another replica owned them, now runs their daemon and their
 deletion handlers here.
