@@ -22,7 +22,7 @@ from typing import Any
 import kopf
 
 from kafkaops.k8s import kopf_patches
-from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog
+from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog, index_copy
 from kafkaops.k8s.context import Clusters, OperatorSettings
 from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
@@ -31,6 +31,7 @@ from kafkaops.k8s.kinds import (
     FINALIZER,
     GROUP,
     PLURALS,
+    STORAGE_PREFIX,
     VERSION,
     claim_key,
     claim_of,
@@ -44,7 +45,6 @@ from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIEN
 
 kopf_patches.apply()  # index pre-population without a thundering herd (see kopf_patches.py)
 
-STORAGE_PREFIX = "kopf.kafkaops.io"  # kopf's own bookkeeping; user annotations stay kafkaops.io/*
 PICKED_UP = f"{STORAGE_PREFIX}/picked-up"  # sharded mode: a new owner's touch (outside kopf's diff)
 
 
@@ -154,13 +154,13 @@ def _entries(body: kopf.Body) -> dict[Any, Any] | None:
     if (claim := claim_key(body)) is not None:
         entries[(CLAIM, claim)] = claim_of(body)
     if (cluster := cluster_of(body)) is not None:
-        entries[(CLUSTER, cluster)] = _plain(body)
+        entries[(CLUSTER, cluster)] = index_copy(body)
     return entries or None
 
 
 @kopf.index(GROUP, VERSION, CLUSTER_PLURAL)
 def cluster_objects(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]]:
-    return {(body.metadata.namespace, body.metadata.name): _plain(body)}
+    return {(body.metadata.namespace, body.metadata.name): index_copy(body)}
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_TOPIC])

@@ -30,6 +30,7 @@ CONFIRM_DELETIONS = "kafkaops.io/confirm-deletions"
 FINALIZER = "kafkaops.io/finalizer"
 # set by the resync on a resource being deleted whose deletion kopf dropped: the event runs it again
 NUDGE = "kafkaops.io/nudge"
+STORAGE_PREFIX = "kopf.kafkaops.io"  # kopf's own bookkeeping; user annotations stay kafkaops.io/*
 
 
 
