@@ -145,6 +145,8 @@ def _finish(result: Result, body: kopf.Body, patch: kopf.Patch, logger: logging.
 
 
 # --- indexes (kopf fills them from the API before any handler runs) --------------------------------
+# async: kopf runs a sync handler in its thread pool (a thread hop, a shielded task), which cost
+# more than the index entry itself; 14 % of the operator's samples at 2,000 KafkaTopics (py-spy)
 
 
 def _entries(body: kopf.Body) -> dict[Any, Any] | None:
@@ -159,32 +161,32 @@ def _entries(body: kopf.Body) -> dict[Any, Any] | None:
 
 
 @kopf.index(GROUP, VERSION, CLUSTER_PLURAL)
-def cluster_objects(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]]:
+async def cluster_objects(body: kopf.Body, **_: Any) -> dict[Any, dict[str, Any]]:
     return {(body.metadata.namespace, body.metadata.name): index_copy(body)}
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_TOPIC])
-def topic_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+async def topic_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_ACL])
-def acl_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+async def acl_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_BROKER_CONFIG])
-def broker_config_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+async def broker_config_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_USER])
-def user_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+async def user_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 
 @kopf.index(GROUP, VERSION, PLURALS[KAFKA_CLIENT_QUOTA])
-def client_quota_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
+async def client_quota_index(body: kopf.Body, **_: Any) -> dict[Any, Any] | None:
     return _entries(body)
 
 

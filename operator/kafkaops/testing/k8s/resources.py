@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,9 +40,11 @@ class ResourceDef:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @functools.cached_property
     def storage_key(self) -> kmock.resource:
-        """The key of this resource's objects in `kmock.ObjectsArray` (the storage version's)."""
+        """The key of this resource's objects in `kmock.ObjectsArray` (the storage version's).
+        Built once: kmock.resource() checks its arguments against typing Protocols, and every
+        watch event compared it afresh (17 % of the emulator's samples at 2,000 KafkaTopics, py-spy)."""
         return kmock.resource(group=self.group, version=self.storage_version or self.version, plural=self.plural)
 
     @property
