@@ -70,13 +70,17 @@ class Ownership:
         return self.owners.get(owner, {}).get(key)
 
     def updated(self, changes: Mapping[str, Mapping[str, str | None] | None]) -> Ownership:
-        """A copy where each owner in `changes` gets its new key map (None: forget the owner)."""
-        owners = {k: dict(v) for k, v in self.owners.items()}
+        """A copy where each owner in `changes` gets its new key map (None: forget the owner).
+
+        The unchanged owners' key maps are shared with this one (read-only views, never changed):
+        copying each of them made every update as long as the whole cluster's ownership, i.e.
+        quadratic over a 10,000-topic creation (7.6 % of the operator's samples at 2,000, py-spy)."""
+        owners = dict(self.owners)
         for owner, keys in changes.items():
             if keys is None or not keys:
                 owners.pop(owner, None)
             else:
-                owners[owner] = dict(keys)
+                owners[owner] = MappingProxyType(dict(keys))
         return Ownership(MappingProxyType(owners))
 
 
