@@ -9,6 +9,8 @@ caller skips it, as documented in the emulator's design note.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Callable
 from typing import Any
@@ -133,8 +135,10 @@ def _binary(op: str, left: Expr, right: Expr) -> Expr:
     return lambda s: compare[op](left(s), right(s))
 
 
+@functools.lru_cache(maxsize=1024)
 def compile_rule(rule: str) -> Callable[[Any], bool] | None:
-    """The rule as a function of `self` (True: valid), or None if it is outside the subset."""
+    """The rule as a function of `self` (True: valid), or None if it is outside the subset.
+    Compiled once per rule text (the CRDs' rules were parsed again at every write)."""
     try:
         parser = _Parser(rule)
         expr = parser.expression()

@@ -7,6 +7,8 @@ namespace objects, so it builds kmock's `Request` from this parser instead.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import aiohttp.web
@@ -62,6 +64,12 @@ def guess_action(path: ApiPath, method: str, query: dict[str, str]) -> kmock.act
     return None
 
 
+@functools.lru_cache(maxsize=512)
+def _resource(group: str, version: str | None, plural: str | None) -> kmock.resource:
+    """kmock.resource() checks its arguments against typing Protocols: built once per path."""
+    return kmock.resource(group=group, version=version, plural=plural)
+
+
 async def parse_request(raw: aiohttp.web.BaseRequest, *, id: int) -> tuple[kmock.Request, ApiPath]:
     """A kmock `Request` (for kmock's filters and request log) plus the parsed API path."""
     body = await raw.read()
@@ -75,8 +83,7 @@ async def parse_request(raw: aiohttp.web.BaseRequest, *, id: int) -> tuple[kmock
             data = None
     path = parse_path(raw.path)
     query = dict(raw.query)
-    resource = None if path.group is None else kmock.resource(
-        group=path.group, version=path.version, plural=path.plural)
+    resource = None if path.group is None else _resource(path.group, path.version, path.plural)
     request = kmock.Request(
         id=id, raw_request=raw, url=raw.url, method=raw.method, params=query,
         headers=dict(raw.headers), cookies=dict(raw.cookies), body=body, text=text, data=data,
