@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import jsonpatch
 
 from . import errors
+from .values import clone
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -19,8 +19,8 @@ APPLY = "application/apply-patch+yaml"
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, `null` deletes a key, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    result = clone(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -43,7 +43,7 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str, *, custom: 
         if not isinstance(patch, list):
             raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
         try:
-            return jsonpatch.JsonPatch(patch).apply(copy.deepcopy(obj))
+            return jsonpatch.JsonPatch(patch).apply(clone(obj))
         except jsonpatch.JsonPatchTestFailed as exc:
             raise errors.ApiError(status=422, reason="Invalid", message=f"the server rejected our request due to "
                                   f"an error in our request: {exc}", details={}) from None
@@ -88,7 +88,7 @@ def _merge_list(field: str, target: list[Any], patch: list[Any]) -> list[Any]:
         if field == "finalizers":  # a set: union, as its patchStrategy says
             return [*target, *(v for v in patch if v not in target)]
         return _strip(patch)
-    result = copy.deepcopy(target)
+    result = clone(target)
     for item in patch:
         index = next((n for n, old in enumerate(result) if old.get(key) == item.get(key)), None)
         if item.get("$patch") == "delete":
@@ -110,7 +110,7 @@ def strategic_merge(target: Any, patch: Any) -> Any:
         return _strip(patch)
     if patch.get("$patch") == "replace":
         return _strip(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    result = clone(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key.startswith("$deleteFromPrimitiveList/"):
             field = key.split("/", 1)[1]
@@ -168,7 +168,7 @@ def _apply_merge(current: Any, applied: Any, field: str = "") -> Any:
                 else:
                     result[index] = _apply_merge(result[index], item)
             return result
-    return copy.deepcopy(applied)
+    return clone(applied)
 
 
 def server_side_apply(current: dict[str, Any], applied: dict[str, Any],
@@ -180,5 +180,5 @@ def server_side_apply(current: dict[str, Any], applied: dict[str, Any],
     `--force-conflicts`); fields it applied before and omits now are removed; maps merge, lists
     with a known merge key merge by it, other lists are replaced.
     """
-    base = _remove_unapplied(copy.deepcopy(current), previous or {}, applied)
-    return _apply_merge(base, copy.deepcopy(applied))
+    base = _remove_unapplied(clone(current), previous or {}, applied)
+    return _apply_merge(base, clone(applied))

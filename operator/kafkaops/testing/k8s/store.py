@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import datetime
 import json
 import random
@@ -26,6 +25,7 @@ from . import errors, patches, resources
 from .resources import CRD_RESOURCE, NAMESPACES, ResourceDef, ResourceRegistry
 from .schema import SchemaValidator, apply_defaults, metadata_causes, prune
 from .watching import Event, EventLog
+from .values import clone
 
 SERVER_MANAGED = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 NAME_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -82,7 +82,7 @@ class ApiStore:
     def current(self, rdef: ResourceDef, namespace: str | None, name: str) -> dict[str, Any] | None:
         key = (rdef.storage_key, namespace if rdef.namespaced else None, name)
         if key in self.objects and not self.objects[key].deleted:
-            return copy.deepcopy(self.objects[key].raw)
+            return clone(self.objects[key].raw)
         return None
 
     def get(self, rdef: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -95,7 +95,7 @@ class ApiStore:
         """Current objects of a resource (in one namespace, or all), sorted by namespace and name."""
         found = [(key[1] or "", key[2], obj) for key, obj in self.objects.items()
                  if key[0] == rdef.storage_key and not obj.deleted and (namespace is None or key[1] == namespace)]
-        return [self._present(rdef, copy.deepcopy(obj.raw)) for _, _, obj in sorted(found, key=lambda t: t[:2])]
+        return [self._present(rdef, clone(obj.raw)) for _, _, obj in sorted(found, key=lambda t: t[:2])]
 
     def list(self, rdef: ResourceDef, namespace: str | None, *, match: Callable[[dict[str, Any]], bool],
              limit: int | None = None, continue_token: str | None = None) -> dict[str, Any]:
@@ -189,7 +189,7 @@ class ApiStore:
                                      f"name on the URL ({name})")
         key = (rdef.storage_key, namespace if rdef.namespaced else None, name, manager)
         if self.current(rdef, namespace, name) is None:
-            body = copy.deepcopy(applied)
+            body = clone(applied)
             _meta(body)["name"] = name
             obj, warnings = self.create(rdef, namespace, body, field_validation=field_validation)
             self._applied[key] = applied
@@ -220,7 +220,7 @@ class ApiStore:
                     "details": {"name": name, "group": rdef.group, "kind": rdef.plural, "uid": final["metadata"]["uid"]}}
         if meta.get("deletionTimestamp"):
             return self._present(rdef, old)
-        new = copy.deepcopy(old)
+        new = clone(old)
         new["metadata"].update(deletionTimestamp=now(), deletionGracePeriodSeconds=0)
         if rdef.tracks_generation:
             new["metadata"]["generation"] = int(meta.get("generation", 0)) + 1
@@ -257,7 +257,7 @@ class ApiStore:
             _rolled_out(obj)
         meta = obj["metadata"]
         key = (rdef.storage_key, meta.get("namespace") if rdef.namespaced else None, meta["name"])
-        stored = copy.deepcopy(obj)
+        stored = clone(obj)
         stored["apiVersion"] = f"{rdef.group}/{rdef.storage_key.version}" if rdef.group else rdef.storage_key.version
         if key in self.objects:
             self.objects[key].history.append(stored)
@@ -266,7 +266,7 @@ class ApiStore:
 
     def _emit(self, kind: str, rdef: ResourceDef, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         self.log.append(Event(int(obj["metadata"]["resourceVersion"]), rdef.storage_key,
-                              obj["metadata"].get("namespace"), kind, copy.deepcopy(obj), copy.deepcopy(old)))
+                              obj["metadata"].get("namespace"), kind, clone(obj), clone(old)))
 
     def _present(self, rdef: ResourceDef, obj: dict[str, Any]) -> dict[str, Any]:
         obj["apiVersion"] = rdef.api_version
@@ -276,7 +276,7 @@ class ApiStore:
     def _decoded(self, rdef: ResourceDef, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a JSON object")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["kind"] = obj.get("kind") or rdef.kind  # as the server's decoder: defaults from the URL
         obj["apiVersion"] = obj.get("apiVersion") or rdef.api_version
         if obj["kind"] != rdef.kind or obj["apiVersion"] != rdef.api_version:
@@ -314,7 +314,7 @@ class ApiStore:
                 "FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")])
         if subresource == "status":  # only the status changes; everything else stays as it was
             status = new.get("status")
-            new = copy.deepcopy(old)
+            new = clone(old)
             new.pop("status", None)
             if status is not None:
                 new["status"] = status
@@ -323,7 +323,7 @@ class ApiStore:
             if "status" in rdef.subresources:
                 new.pop("status", None)
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = clone(old["status"])
             meta["name"] = name
             if rdef.namespaced:
                 meta["namespace"] = namespace
@@ -341,7 +341,7 @@ class ApiStore:
         warnings = self._admit(rdef, new, field_validation)
         meta["resourceVersion"] = old_meta["resourceVersion"]
         self._present(rdef, new)
-        if new == self._present(rdef, copy.deepcopy(old)):
+        if new == self._present(rdef, clone(old)):
             return new, warnings  # a no-op write: no new resourceVersion, no watch event
         if rdef.tracks_generation and self._spec_part(rdef, new) != self._spec_part(rdef, old):
             meta["generation"] = int(old_meta.get("generation", 0)) + 1
@@ -427,7 +427,7 @@ class ApiStore:
                       for kind, reason, message in (("NamesAccepted", "NoConflicts", "no conflicts found"),
                                                     ("Established", "InitialNamesAccepted",
                                                      "the initial names have been accepted"))]
-        crd["status"] = {"conditions": conditions, "acceptedNames": copy.deepcopy(names),
+        crd["status"] = {"conditions": conditions, "acceptedNames": clone(names),
                          "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")]}
 
     def _maybe_finalize(self, rdef: ResourceDef, obj: dict[str, Any]) -> None:
@@ -438,7 +438,7 @@ class ApiStore:
             self._remove(rdef, obj)
 
     def _remove(self, rdef: ResourceDef, last: dict[str, Any]) -> dict[str, Any]:
-        final = copy.deepcopy(last)
+        final = clone(last)
         final["metadata"]["resourceVersion"] = str(self._next_rv())
         namespace = final["metadata"].get("namespace") if rdef.namespaced else None
         self.objects[rdef.storage_key, namespace, final["metadata"]["name"]].delete()
@@ -461,7 +461,7 @@ class ApiStore:
         name = old["metadata"]["name"]
         current = old
         if not old["metadata"].get("deletionTimestamp"):
-            current = copy.deepcopy(old)
+            current = clone(old)
             current["metadata"]["deletionTimestamp"] = now()
             current["metadata"]["deletionGracePeriodSeconds"] = 0
             current.setdefault("status", {})["phase"] = "Terminating"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import copy
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ import kmock
 
 from . import errors
 from .resources import ResourceDef
+from .values import clone
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
@@ -115,9 +115,9 @@ class EventLog:
                    present: Callable[[ResourceDef, dict[str, Any]], dict[str, Any]]) -> dict[str, Any] | None:
         if event.resource != rdef.storage_key or (namespace is not None and event.namespace != namespace):
             return None
-        obj = present(rdef, copy.deepcopy(event.obj))
+        obj = present(rdef, clone(event.obj))
         now_ok = match(obj)
-        was_ok = event.old is not None and match(present(rdef, copy.deepcopy(event.old)))
+        was_ok = event.old is not None and match(present(rdef, clone(event.old)))
         kind = event.type
         if kind == "MODIFIED" and now_ok != was_ok:  # moved in or out of a selector's view
             kind = "ADDED" if now_ok else "DELETED"
