@@ -62,7 +62,9 @@ class OperatorSettings:
     """The operator's knobs. `client_overrides`: settings by name for every cluster, the admin
     client's (ClientSettings) and the engine's (EngineSettings: wait_timeout, wait_poll_*) alike."""
 
-    client_overrides: Mapping[str, Any] = field(default_factory=dict)
+    # a Batcher window stays open up to 2 s while items keep coming (a lone item still waits only
+    # `linger`, 50 ms): 10,000 objects arriving over a minute took 125 CreateTopics with 0.5 s
+    client_overrides: Mapping[str, Any] = field(default_factory=lambda: {"linger_max": 2.0})
     retry_delay: float = 15.0  # seconds before a retriable failure is retried
     deletion_window: float = 300.0  # the cap counts topic deletions within this many seconds
     confirm_annotation_ttl: float = 600.0  # how long a mass-deletion confirmation stays valid
