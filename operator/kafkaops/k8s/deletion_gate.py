@@ -82,8 +82,6 @@ class DeletionGate:
 
     def admit(self, who: str, now: float | None = None) -> bool:
         now = _now(now)
-        if who in self._in_flight:  # its earlier attempt ended without finish(): it may have reached Kafka
-            self.finish(who, now)
         if self.held(now) < self.cap or now < self.confirmed_until:
             self._in_flight[who] = now
             self.waiting.discard(who)

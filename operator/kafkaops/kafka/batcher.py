@@ -179,7 +179,7 @@ class _Lane(Generic[K, V, R]):
         now = loop.time()
         if self._timer is None:
             self._window_start = now
-            self._timer = loop.call_later(self._gap(now) if self._linger > 0 else 0, self._flush)
+            self._timer = loop.call_later(self._gap(now), self._flush)  # linger 0: never hot, 0
         elif self._linger_max > self._linger > 0:  # linger 0: sent at the end of this loop pass anyway
             deadline = min(now + self._gap(now), self._window_start + self._linger_max)
             if deadline > self._timer.when():
