@@ -124,3 +124,29 @@ def test_a_complex_key_still_reports_pyyamls_error() -> None:
     loaded = load_text("kind: KafkaTopic\n? [complex, key]\n: value\n", "x.yaml")
     assert not loaded.documents
     assert [e.rule for e in loaded.errors] == ["YamlSyntaxError"] and "unhashable" in loaded.errors[0].reason
+
+
+def _tags(node) -> list:
+    """Every node's tag, depth first."""
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append((type(current).__name__, current.tag, current.value if isinstance(current, yaml.ScalarNode) else None))
+        if isinstance(current, yaml.MappingNode):
+            stack += [x for pair in current.value for x in pair]
+        elif isinstance(current, yaml.SequenceNode):
+            stack += current.value
+    return out
+
+
+@pytest.mark.parametrize("text", [SCALARS, *NOT_PLAIN, "a: [1, 1, '1', 1.0, yes, 'yes', ~, '', 0x1F, 0x1F]\n"])
+def test_the_loaders_remembered_tags_are_pyyamls(text: str) -> None:
+    """The loader remembers a plain scalar's tag by its text (_plain_scalar_tag): every node gets
+    the tag PyYAML's safe loader gives it, twice in a row (the second from memory)."""
+    for _ in range(2):
+        ours, theirs = _Loader(text), yaml.CSafeLoader(text)
+        try:
+            assert _tags(ours.get_single_node()) == _tags(theirs.get_single_node())
+        finally:
+            ours.dispose()
+            theirs.dispose()
