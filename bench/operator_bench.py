@@ -58,6 +58,7 @@ def requests_by_api(port: int) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=2000)
+    parser.add_argument("--ready-timeout", type=float, default=900, help="seconds to wait for every one Ready")
     args = parser.parse_args()
     metrics_port = free_port()
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
@@ -86,7 +87,7 @@ def main() -> None:
 
             # when each object was first seen Ready, from a watch stream: listing 10,000 objects
             # every 0.1 s loaded the emulator (and this client) as much as the operator did
-            wait_until(lambda: len(watch.first_ready) >= args.topics, timeout=900, what="every KafkaTopic Ready")
+            wait_until(lambda: len(watch.first_ready) >= args.topics, timeout=args.ready_timeout, what="every KafkaTopic Ready")
             total = max(watch.first_ready.values()) - start
             watch.stop()
             cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in processes.items()}

@@ -207,22 +207,79 @@ def test_plan_stage_runs_the_engine_planner(small):
 
 
 def test_skipping_settled_topics_changes_nothing(small):
-    """plan_cluster plans only the topics `settled` cannot prove unchanged: the rows are the same as
-    planning every topic with plan() (prune on and off)."""
+    """cluster_rows leaves out the topics `settled_topics` proves unchanged (declaration and snapshot
+    rows): the planner's rows are the same as planning every topic (prune on and off)."""
     d, o = small
     headers = {name: h.as_dict() for name, h in o.headers.items()}
     (row,) = plan.cluster_rows(d, o).collect()
-    decoded = plan.decode_row(row.asDict())
-    assert len(decoded["d_topics"]) == 8
-    seen, parts, configs = plan.index_snapshot(decoded)
-    assert [p[1] for p in parts["steady"]] == [0, 1]
-    quiet = [t["topic"] for t in decoded["d_topics"]
-             if plan.settled(t, seen.get(t["topic"]), parts.get(t["topic"], []), configs.get(t["topic"], {}), 2)]
-    assert quiet == ["steady"]  # "same" is equal only the Kafka way: the planner decides
+    (every,) = plan.cluster_rows(d, o, skip_settled=False).collect()
+    fast, full = plan.decode_row(row.asDict()), plan.decode_row(every.asDict())
+    assert len(full["d_topics"]) == 8
+    # "same" is equal only the Kafka way (the planner decides); "secret" is hidden by the cluster
+    assert sorted(t["topic"] for t in full["d_topics"] if t not in fast["d_topics"]) == ["steady"]
+    assert "steady" not in {t["topic"] for t in fast["o_topics"]} | {p[0] for p in fast["o_partitions"]}
+    assert "steady" in {t["topic"] for t in full["o_topics"]}
     for prune in (False, True):
-        fast = list(plan.plan_cluster(decoded, headers, prune, DEFAULT_PROTECTED_TOPICS))
-        full = list(plan.plan_cluster(decoded, headers, prune, DEFAULT_PROTECTED_TOPICS, skip_settled=False))
-        assert sorted(map(repr, fast)) == sorted(map(repr, full))
+        skipped = list(plan.plan_cluster(fast, headers, prune, DEFAULT_PROTECTED_TOPICS))
+        planned = list(plan.plan_cluster(full, headers, prune, DEFAULT_PROTECTED_TOPICS))
+        assert sorted(map(repr, skipped)) == sorted(map(repr, planned))
+        assert any(r[0] == "resource" for r in planned)
+
+
+@pytest.fixture(scope="module")
+def shapes(spark, tmp_path_factory):
+    """One declared topic per rule of settled_topics, each differing from a settled one in one way."""
+    root = tmp_path_factory.mktemp("shapes")
+    declared = [topic("ok", partitions=2, rf=2, config={"retention.ms": "1000"}),
+                topic("ok.bare", partitions=None, rf=None),
+                topic("value", config={"retention.ms": "1000"}),
+                topic("source", config={"retention.ms": "1000"}),
+                topic("hidden", config={"retention.ms": "1000"}),
+                topic("extra.key", config={"retention.ms": "1000", "segment.ms": "5"}),
+                topic("parts", partitions=4), topic("rf", rf=2), topic("rf3", rf=3),
+                topic("assigned", partitions=None, rf=None, replicaAssignment=[[0, 1], [1, 0], [0, 1]]),
+                topic("absent")]
+    write_yaml(root / "repo" / "clusters" / "c1" / "t.yaml", *declared)
+    write_snapshot(root / "snaps", "c1", [
+        SnapTopic("ok", partitions=2, rf=2, configs={"retention.ms": "1000"}), SnapTopic("ok.bare"),
+        SnapTopic("value", configs={"retention.ms": "2000"}),
+        SnapTopic("source", other_configs=[("retention.ms", "1000", "STATIC_BROKER_CONFIG")]),
+        SnapTopic("hidden", configs={"retention.ms": "1000"}, sensitive={"retention.ms"}),
+        SnapTopic("extra.key", configs={"retention.ms": "1000"}),
+        SnapTopic("parts"), SnapTopic("rf"), SnapTopic("rf3", rf=3), SnapTopic("assigned", rf=2),
+    ], brokers=(0, 1, 2))
+    return desired.load(spark, [str(root / "repo")]), observed.load(spark, str(root / "snaps"))
+
+
+def test_settled_topics_are_exactly_those_the_planner_leaves_alone(shapes):
+    d, o = shapes
+    topics = d.topics.select("cluster", "topic", "partitions", "replication_factor", "replica_assignment", "config")
+    assert sorted(r["topic"] for r in plan.settled_topics(topics, o, {"c1": 3}).collect()) == ["ok", "ok.bare", "rf3"]
+    # a replication factor over the broker count is never settled, even when the snapshot agrees
+    assert sorted(r["topic"] for r in plan.settled_topics(topics, o, {"c1": 2}).collect()) == ["ok", "ok.bare"]
+    # the others reach the planner, which has something to say about each (but "hidden": a value the
+    # cluster hides cannot be compared)
+    headers = {name: h.as_dict() for name, h in o.headers.items()}
+    (row,) = plan.cluster_rows(d, o).collect()
+    decoded = plan.decode_row(row.asDict())
+    assert sorted(t["topic"] for t in decoded["d_topics"]) == sorted(
+        ["value", "source", "hidden", "extra.key", "parts", "rf", "assigned", "absent"])
+    out = list(plan.plan_cluster(decoded, headers, False, DEFAULT_PROTECTED_TOPICS))
+    named = {r[3] for r in out if isinstance(r, tuple) and r[0] == "resource"}
+    assert named >= {"value", "source", "extra.key", "parts", "rf", "absent"}
+
+
+def test_the_jvm_hides_the_config_names_is_sensitive_hides(spark):
+    from pyspark.sql import functions as F
+
+    from kafkaops.reconcile.configs import is_sensitive
+
+    names = ["retention.ms", "ssl.KEY", "ssl.key.password", "sasl.jaas.config", "x.Token.y", "a.keystore",
+             "a.key", "a.key.b", "PRIVATE", "credentials", "secretive", "cleanup.policy", "\u212aey", "a.\u212aey"]
+    frame = spark.createDataFrame([(n,) for n in names], "key string")
+    hidden = {r["key"]: r["s"] for r in frame.select("key", F.col("key").rlike(plan.SENSITIVE_NAME_JAVA).alias("s"))
+              .collect()}
+    assert hidden == {n: is_sensitive(n) for n in names}
 
 
 def test_drift_stage(small):

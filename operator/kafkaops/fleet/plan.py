@@ -38,7 +38,7 @@ from kafkaops.kafka.security import Secret
 from kafkaops.reconcile.actions import Action, Plan
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic
-from kafkaops.reconcile.configs import is_sensitive
+from kafkaops.reconcile.configs import SENSITIVE_NAME_PATTERN
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan, plan_prune
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from kafkaops.resources.documents import Source
@@ -351,66 +351,32 @@ def index_snapshot(row: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, li
     return {t["topic"]: t for t in row["o_topics"] or ()}, parts, configs
 
 
-def settled(topic: Mapping[str, Any], seen: Mapping[str, Any] | None, parts: list, configs: Mapping[str, Any],
-            brokers: int) -> bool:
-    """Whether a declared topic (its manifest row) provably needs nothing from the planner: it exists,
-    has no explicit assignment, its replication factor fits the brokers, its partitions and
-    replication factor are the snapshot's, and every declared config key is the topic's own,
-    non-sensitive override with the very same string. For such a topic `plan_topic` answers
-    Action.NONE with no change and no problem (no reassignment is in flight in a snapshot, no key
-    is owned without a state file), and drift has nothing to report: skipping it saves most of
-    the planner's time on a fleet where most topics are as declared. Anything else is planned."""
-    if seen is None or topic["replica_assignment"] is not None:
-        return False
-    rf, partitions = topic["replication_factor"], topic["partitions"]
-    current_rf = len(parts[0][3] or ()) if parts else 0
-    if rf is not None and ((brokers and rf > brokers) or rf != current_rf):
-        return False
-    if partitions is not None and partitions != len(parts):
-        return False
-    for key, value in (topic["config"] or {}).items():
-        held = configs.get(key)
-        if (held is None or held["source"] != "DYNAMIC_TOPIC_CONFIG" or held["sensitive"] or held["value"] != value
-                or is_sensitive(key)):
-            return False
-    return True
-
-
 def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]], prune: bool,
-                 protected: str, skip_settled: bool = True) -> Iterator[tuple[Any, ...] | dict[str, Any]]:
+                 protected: str) -> Iterator[tuple[Any, ...] | dict[str, Any]]:
     """One cluster's plan rows (tuples), then its drift rows (dicts, drift.py): both from the same
     DesiredState and ObservedState. Runs in a Spark task; `row`: the cluster and its lists.
 
-    The resources are `reconcile.plan.plan(...)` of the cluster's declared resources, less the
-    topics `settled` proves unchanged (skip_settled), and pruning is `reconcile.plan.plan_prune`
-    over every declared topic: the same plan as `plan()` over everything (tests/fleet compares
-    both ways), in a fraction of the time."""
+    The resources are `reconcile.plan.plan(...)` of the cluster's declared resources and
+    `reconcile.plan.plan_prune` for its undeclared topics. The row usually lacks the settled
+    topics (`settled_topics`: declared and observed alike, both sides dropped), which plan() would
+    answer with nothing and which are neither undeclared nor prunable: the same rows as planning
+    everything (tests/fleet compares both ways)."""
     cluster = row["cluster"]
     header = headers[cluster]
-    d_topics = row["d_topics"] or []
-    full = desired_state(cluster, d_topics, row["d_acls"] or [], row["d_brokers"] or [], row["d_cluster"],
-                         row.get("d_users") or [], row.get("d_quotas") or [])
+    wanted = desired_state(cluster, row["d_topics"] or [], row["d_acls"] or [], row["d_brokers"] or [],
+                           row["d_cluster"], row.get("d_users") or [], row.get("d_quotas") or [])
     seen, parts, configs = index_snapshot(row)
-    brokers = len(header["brokers"])
-    if skip_settled:
-        quiet = {t["topic"] for t in d_topics
-                 if settled(t, seen.get(t["topic"]), parts.get(t["topic"], []), configs.get(t["topic"], {}), brokers)}
-    else:
-        quiet = set()
-    wanted = DesiredState(tuple(t for t in full.topics if t.topic_name not in quiet), full.acls, full.broker_configs,
-                          full.cluster, full.users, full.client_quotas)
     declared = {t.topic_name: frozenset(t.config) for t in wanted.topics}
-    snapshot = [{**t, "assignment": [p[3] for p in parts.get(t["topic"], ())],
-                 "all_led": all(p[2] is not None and p[2] >= 0 for p in parts.get(t["topic"], ())),
-                 "configs": list(configs.get(t["topic"], {}).values())}
-                for name, t in seen.items() if name not in quiet]
+    snapshot = [{**t, "assignment": [p[3] for p in parts.get(name, ())],
+                 "all_led": all(p[2] is not None and p[2] >= 0 for p in parts.get(name, ())),
+                 "configs": list(configs.get(name, {}).values())}
+                for name, t in seen.items()]
     observed = observed_state(header, snapshot, row["o_acls"] or [], row["o_brokers"] or [], declared,
                               row.get("o_scram") or [], row.get("o_quotas") or [])
-    observed = replace(observed, all_topic_names=frozenset(seen))
     wanted = replace(wanted, passwords=fleet_passwords(wanted.users, observed))
     options = PlanOptions(prune=prune, protected_topics=protected)
     made = plan(wanted, observed, None, replace(options, prune=False), cluster)
-    pruned, notes = plan_prune(full, observed, options)
+    pruned, notes = plan_prune(wanted, observed, options)
     yield from plan_rows(cluster, replace(made, resources=made.resources + tuple(pruned), notes=tuple(notes)))
     yield from drift_rows(cluster, wanted, observed)
 
@@ -418,9 +384,55 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
 # --- the stage -----------------------------------------------------------------------------------------
 
 
-def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
+def settled_topics(topics: DataFrame, observed: Observed, brokers: Mapping[str, int]) -> DataFrame:
+    """(cluster, topic) of the declared topics that provably need nothing from the planner: the
+    topic exists, has no explicit assignment, its replication factor fits the brokers, its
+    partitions and replication factor are the snapshot's (partition rows counted; the lowest
+    partition's replicas), and every declared config key is the topic's own, non-sensitive override
+    (DYNAMIC_TOPIC_CONFIG) with the very same string and a name `is_sensitive` does not hide. For
+    such a topic `plan_topic` answers Action.NONE with no change and no problem (no reassignment is
+    in flight in a snapshot, no key is owned without a state file) and drift has nothing to report.
+
+    Column expressions and joins in the JVM, so a fleet where most topics are as declared sends
+    only the others (and the undeclared ones) to the Python planner. Anything this cannot prove is
+    planned: equality the Kafka way (`0.5` vs `0.50`, list order) is the planner's to decide.
+    `topics`: cluster, topic, partitions, replication_factor, replica_assignment, config;
+    `brokers`: the number of brokers of each cluster (0: unknown, no bound)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    keys = ("cluster", "topic")
+    replicas = F.when(col("replicas").isNull(), F.lit(0)).otherwise(F.size("replicas"))
+    shape = observed.partitions.groupBy(*keys).agg(F.count(F.lit(1)).alias("_parts"),
+                                                   F.min_by(replicas, col("partition")).alias("_rf"))
+    counts = F.create_map(*[x for name, n in sorted(brokers.items()) for x in (F.lit(name), F.lit(n))]) \
+        if brokers else F.create_map().cast("map<string,int>")
+    limit = F.coalesce(F.element_at(counts, col("cluster")), F.lit(0))
+    parts, rf = F.coalesce(col("_parts"), F.lit(0)), F.coalesce(col("_rf"), F.lit(0))
+    wanted_rf, wanted_parts = col("replication_factor"), col("partitions")
+    shaped = (topics.filter(col("replica_assignment").isNull())
+              .join(observed.topics.select(*keys), list(keys), "left_semi")
+              .join(shape, list(keys), "left")
+              .filter((wanted_rf.isNull() | (((limit == 0) | (wanted_rf <= limit)) & (wanted_rf == rf)))
+                      & (wanted_parts.isNull() | (wanted_parts == parts))))
+    held = observed.topic_configs.select(*keys, "key", col("value").alias("_held"), "source",
+                                         F.coalesce(col("sensitive"), F.lit(False)).alias("_hidden"))
+    declared = topics.select(*keys, F.explode("config").alias("key", "value"))
+    unsettled = (declared.join(held, [*keys, "key"], "left")
+                 .filter(col("source").isNull() | (col("source") != "DYNAMIC_TOPIC_CONFIG") | col("_hidden")
+                         | ~col("_held").eqNullSafe(col("value")) | col("key").rlike(SENSITIVE_NAME_JAVA))
+                 .select(*keys))
+    return shaped.select(*keys).join(unsettled, list(keys), "left_anti")
+
+
+# reconcile.configs' sensitive-name pattern as Java reads it (Python's IGNORECASE folds Unicode too)
+SENSITIVE_NAME_JAVA = "(?iu)" + SENSITIVE_NAME_PATTERN
+
+
+def cluster_rows(desired: Desired, observed: Observed, skip_settled: bool = True) -> DataFrame:
     """One row per cluster that has a snapshot: `cluster`, and `lists`, a map from each list name
-    (_LISTS) to the JSON array of its rows.
+    (_LISTS) to the JSON array of its rows; without the settled topics (`settled_topics`, both
+    their declaration and their snapshot rows) unless `skip_settled` is false.
 
     Every row becomes JSON where it is (map side), the rows are gathered per (cluster, list) into
     one JSON array text, and those per cluster: two shuffles in all, and no join of the large
@@ -431,6 +443,13 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
     kind = col("kind")
     as_json = {"ignoreNullFields": "false"}
     valid = desired.valid.filter(col("cluster").isin(observed.clusters))
+    d_topics = valid.filter(kind == KAFKA_TOPIC).withColumn("topic", col("topic_name"))
+    o_topics, o_partitions, o_configs = observed.topics, observed.partitions, observed.topic_configs
+    if skip_settled:
+        brokers = {name: len(h.brokers) for name, h in observed.headers.items()}
+        quiet = settled_topics(d_topics, observed, brokers)
+        d_topics, o_topics, o_partitions, o_configs = (frame.join(quiet, ["cluster", "topic"], "left_anti") for frame
+                                                       in (d_topics, o_topics, o_partitions, o_configs))
 
     def tagged(frame: DataFrame, tag: str, *columns: Any) -> DataFrame:
         return frame.select("cluster", F.lit(tag).alias("tag"), F.to_json(F.struct(*columns), as_json).alias("j"))
@@ -439,7 +458,7 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
     users = desired.users.select("cluster", F.regexp_extract("principal", "^User:(.*)$", 1).alias("user"))
     users = users.filter(col("user") != "").distinct()
     parts = [
-        tagged(valid.filter(kind == KAFKA_TOPIC), "d_topics", col("topic_name").alias("topic"), "partitions",
+        tagged(d_topics, "d_topics", "topic", "partitions",
                "replication_factor", "replica_assignment", "config", "deletion_policy", "file", "index", "namespace",
                "name", "ref_namespace"),
         tagged(valid.filter(kind == KAFKA_ACL), "d_acls", "principal", "bindings", "file", "index", "namespace",
@@ -454,13 +473,13 @@ def cluster_rows(desired: Desired, observed: Observed) -> DataFrame:
         tagged(valid.filter(kind == KAFKA_CLIENT_QUOTA), "d_quotas", "entity", "quotas", "deletion_policy", "file",
                "index", "namespace", "name", "ref_namespace"),
         # the snapshot as flat lists (Python assembles the topics): no per-topic shuffle or join
-        tagged(observed.topics, "o_topics", "topic", "topic_id", "internal", "partitions"),
+        tagged(o_topics, "o_topics", "topic", "topic_id", "internal", "partitions"),
         # [topic, partition, leader, [replicas]]: to_json of a one-field struct quotes the topic safely
-        observed.partitions.select("cluster", F.lit("o_partitions").alias("tag"), F.concat(
+        o_partitions.select("cluster", F.lit("o_partitions").alias("tag"), F.concat(
             F.lit("["), F.to_json(F.array(col("topic"))).substr(F.lit(2), F.length(F.to_json(F.array(col("topic")))) - 2),
             F.lit(","), col("partition").cast("string"), F.lit(","), F.coalesce(col("leader").cast("string"), F.lit("null")),
             F.lit(",["), F.array_join(col("replicas"), ","), F.lit("]]")).alias("j")),
-        tagged(observed.topic_configs, "o_configs", "topic", "key", "value", "source", "sensitive"),
+        tagged(o_configs, "o_configs", "topic", "key", "value", "source", "sensitive"),
         tagged(observed.acls.join(principals, ["cluster", "principal"], "left_semi"), "o_acls", "principal",
                "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"),
         tagged(observed.broker_configs, "o_brokers", "broker", "key", "value", "source", "sensitive"),

@@ -10,7 +10,8 @@ from kafkaops.reconcile.observed import ObservedConfig
 # Keys whose value is a comma list where order does not matter.
 _LIST_KEYS = re.compile(r"(^cleanup\.policy$|^log\.cleanup\.policy$|replication\.throttled\.replicas$)")
 # Names that hold secrets even when a broker does not flag them (defence in depth).
-_SENSITIVE_NAME = re.compile(r"(password|secret|jaas|credential|token|\.key$|private)", re.IGNORECASE)
+SENSITIVE_NAME_PATTERN = r"(password|secret|jaas|credential|token|\.key$|private)"  # case-insensitive
+_SENSITIVE_NAME = re.compile(SENSITIVE_NAME_PATTERN, re.IGNORECASE)
 
 
 def is_sensitive(key: str, observed: ObservedConfig | None = None) -> bool:
