@@ -254,42 +254,54 @@ def fleet_for(work: Path, size: int) -> tuple[Path, dict]:
 # --- measuring -------------------------------------------------------------------------------------------------------
 
 
-def _tree_rss(root_pid: int) -> int:
-    """Resident bytes of root_pid and every descendant (from /proc)."""
+def _tree_rss(root_pid: int) -> dict[str, int]:
+    """Resident bytes of root_pid and every descendant (from /proc), by part: `driver` (root_pid),
+    `jvm` (processes named java) and `workers` (the rest: Spark's Python workers and their daemon)."""
     children: dict[int, list[int]] = defaultdict(list)
     rss: dict[int, int] = {}
+    java: set[int] = set()
     page = os.sysconf("SC_PAGE_SIZE")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
+                head, tail = handle.read().rsplit(b")", 1)
+            fields = tail.split()
             ppid, pages = int(fields[1]), int(fields[21])
         except (OSError, IndexError, ValueError):
             continue
         children[ppid].append(int(entry))
         rss[int(entry)] = pages * page
-    total, stack = 0, [root_pid]
+        if head.endswith(b"(java"):
+            java.add(int(entry))
+    parts = {"driver": 0, "jvm": 0, "workers": 0}
+    stack = [root_pid]
     while stack:
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        parts["driver" if pid == root_pid else "jvm" if pid in java else "workers"] += rss.get(pid, 0)
         stack.extend(children.get(pid, ()))
-    return total
+    return parts
 
 
-def measure(argv: list[str], log: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak MiB of the process tree, exit code) of a command."""
+def measure(argv: list[str], log: Path) -> tuple[float, float, int, dict[str, tuple[float, float]]]:
+    """(wall seconds, peak MiB of the process tree, exit code, peak MiB of each part of it and when:
+    `{part: (MiB, seconds after the start)}`) of a command."""
     started = time.monotonic()
     with open(log, "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     peak = 0
+    parts: dict[str, tuple[int, float]] = {}
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, _tree_rss(process.pid))
+            now = _tree_rss(process.pid)
+            peak = max(peak, sum(now.values()))
+            for part, value in now.items():
+                if value > parts.get(part, (0, 0.0))[0]:
+                    parts[part] = (value, time.monotonic() - started)
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -297,7 +309,7 @@ def measure(argv: list[str], log: Path) -> tuple[float, float, int]:
     code = process.wait()
     done.set()
     sampler.join()
-    return time.monotonic() - started, peak / 2**20, code
+    return time.monotonic() - started, peak / 2**20, code, {k: (v / 2**20, t) for k, (v, t) in parts.items()}
 
 
 # --- the pure-Python baseline (run in its own process: --baseline-run ROOT) -----------------------------------------
@@ -403,17 +415,19 @@ def main() -> None:
         if args.master:
             argv += ["--master", args.master]
         log = root / "fleet.log"
-        wall, peak, code = measure(argv, log)
+        wall, peak, code, parts = measure(argv, log)
         stages = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[") and " - " in line]
         row = {"size": size, "engine": "spark local[*]", "wall": wall, "peak": peak, "code": code, "counts": counts,
                "stages": stages}
         results.append(row)
-        print(f"fleet {size:,}: {wall:.1f} s, peak {peak:.0f} MiB, exit {code}", file=sys.stderr)
+        print(f"fleet {size:,}: {wall:.1f} s, peak {peak:.0f} MiB (each part's own peak: "
+              + ", ".join(f"{k} {v:.0f} MiB at {t:.0f} s" for k, (v, t) in parts.items()) + f"), exit {code}",
+              file=sys.stderr)
         for line in stages:
             print("   " + line, file=sys.stderr)
         if size in baseline_sizes:
             blog = root / "baseline.log"
-            bwall, bpeak, bcode = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)
+            bwall, bpeak, bcode, _ = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)
             detail = blog.read_text().strip().splitlines()[-1] if blog.exists() else ""
             results.append({"size": size, "engine": "pure Python, 1 process", "wall": bwall, "peak": bpeak,
                             "code": bcode, "detail": detail})

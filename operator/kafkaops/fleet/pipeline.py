@@ -203,7 +203,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
 
     # --- plan
     progress.start("plan", f"planning {len(observed.headers)} clusters with kafkaops.reconcile.plan")
-    planned = plan_stage.run(desired, observed, options.prune, options.internal_topics).persist(
+    held: list[DataFrame] = []
+    planned = plan_stage.run(desired, observed, options.prune, options.internal_topics, held).persist(
         StorageLevel.MEMORY_AND_DISK)
     _write(planned.filter(col("record") == "resource").select(*plan_stage.PLAN_COLUMNS), paths["plan"])
     notes = [(r["cluster"], r["note"]) for r in planned.filter(col("record") == "note").select("cluster", "note").collect()]
@@ -221,6 +222,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     progress.start("drift", "writing the declared values that differ (found while planning)")
     _write(drift.run(planned), paths["drift"])
     planned.unpersist()
+    for frame in held:
+        frame.unpersist()
     drift_counts = _counts(spark.read.parquet(paths["drift"]), "cluster")
     progress.end(f"{_n(sum(drift_counts.values()))} drifted values")
 

@@ -62,12 +62,25 @@ class Ownership:
     """owner -> {config key -> fingerprint of a sensitive value, or None}."""
 
     owners: Mapping[str, Mapping[str, str | None]] = field(default_factory=lambda: MappingProxyType({}))
+    # prefix -> the owners named so (named_like's answers), carried forward by `updated`
+    _named: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def keys(self, owner: str) -> frozenset[str]:
         return frozenset(self.owners.get(owner, {}))
 
     def fingerprint(self, owner: str, key: str) -> str | None:
         return self.owners.get(owner, {}).get(key)
+
+    def named_like(self, prefix: str) -> frozenset[str]:
+        """The owners whose name starts with `prefix`. One scan of the owners the first time it is
+        asked; the copies `updated` makes carry the answer forward by their changes alone, so a
+        caller asking on every apply (the reassignment manager's leftover throttles, a few among
+        100,000 topic owners) does not scan the whole cluster each time: that scan was 79 % of the
+        operator's samples while it created 100,000 KafkaTopics (py-spy)."""
+        found = self._named.get(prefix)
+        if found is None:
+            found = self._named[prefix] = frozenset(o for o in self.owners if o.startswith(prefix))
+        return found
 
     def updated(self, changes: Mapping[str, Mapping[str, str | None] | None]) -> Ownership:
         """A copy where each owner in `changes` gets its new key map (None: forget the owner).
@@ -81,7 +94,11 @@ class Ownership:
                 owners.pop(owner, None)
             else:
                 owners[owner] = MappingProxyType(dict(keys))
-        return Ownership(MappingProxyType(owners))
+        named = {}
+        for prefix, found in self._named.items():
+            touched = [o for o in changes if o.startswith(prefix)]
+            named[prefix] = (found.difference(touched) | {o for o in touched if o in owners}) if touched else found
+        return Ownership(MappingProxyType(owners), named)
 
 
 class OwnershipStore(Protocol):

@@ -184,8 +184,10 @@ class ReassignmentManager:
     async def clean_leftovers(self, state_key: str) -> None:
         """Remove the throttles recorded by runs that never finished (crash, Ctrl-C, restart) and not
         running here now; a record whose removal failed is kept for the next call, and logged."""
-        for owner, entry in self.store.load(state_key).owners.items():
-            if not owner.startswith(THROTTLE_OWNER) or not entry or owner in self._running:
+        ownership = self.store.load(state_key)
+        for owner in sorted(ownership.named_like(THROTTLE_OWNER)):
+            entry = ownership.owners.get(owner)
+            if not entry or owner in self._running:
                 continue
             problem = await cleanup_throttles(self.admin, ThrottleRecord.from_entry(entry))
             if problem is None:
