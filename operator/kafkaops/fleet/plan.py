@@ -6,7 +6,9 @@ the JVM); one Python task per cluster rebuilds the engine's inputs from that row
 models) and `ObservedState` (topics with assignments and configs, ACLs by principal, broker
 configs, SCRAM credentials by user, client quotas by entity, brokers from the header) - and calls
 `kafkaops.reconcile.plan.plan`, the pure function `kafkaops plan` calls. Every ResourcePlan with
-an action or a problem becomes a row.
+an action or a problem becomes a row. The topics that provably need nothing are found first in
+the JVM (`settled_topics`) and left out of the row, declaration and snapshot alike: the task
+gets what there is to decide, not the whole cluster.
 
 Like `kafkaops plan --no-state`: there is no ownership record in the fleet, so a config or quota
 key removed from a manifest is never planned for reset.
@@ -455,8 +457,17 @@ def cluster_rows(desired: Desired, observed: Observed, skip_settled: bool = True
         quiet = settled_topics(d_topics, observed, brokers).persist(StorageLevel.MEMORY_AND_DISK)
         if held is not None:
             held.append(quiet)
-        d_topics, o_topics, o_partitions, o_configs = (frame.join(quiet, ["cluster", "topic"], "left_anti") for frame
-                                                       in (d_topics, o_topics, o_partitions, o_configs))
+        keys = ["cluster", "topic"]
+        d_topics = d_topics.join(quiet, keys, "left_anti")
+        # the snapshot topics left (undeclared or unsettled: usually few), materialized so that
+        # Spark knows their size and broadcasts them: the millions of partition and config rows
+        # are then filtered where they are read instead of shuffled to meet the settled set
+        left = o_topics.select(*keys).join(quiet, keys, "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
+        left.count()
+        if held is not None:
+            held.append(left)
+        o_topics, o_partitions, o_configs = (frame.join(left, keys, "left_semi")
+                                             for frame in (o_topics, o_partitions, o_configs))
 
     def tagged(frame: DataFrame, tag: str, *columns: Any) -> DataFrame:
         return frame.select("cluster", F.lit(tag).alias("tag"), F.to_json(F.struct(*columns), as_json).alias("j"))
