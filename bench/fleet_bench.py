@@ -260,6 +260,7 @@ def _tree_rss(root_pid: int) -> dict[str, int]:
     children: dict[int, list[int]] = defaultdict(list)
     rss: dict[int, int] = {}
     java: set[int] = set()
+    comm: dict[int, str] = {}
     page = os.sysconf("SC_PAGE_SIZE")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -273,13 +274,18 @@ def _tree_rss(root_pid: int) -> dict[str, int]:
             continue
         children[ppid].append(int(entry))
         rss[int(entry)] = pages * page
-        if head.endswith(b"(java"):
+        comm[int(entry)] = head.rsplit(b"(", 1)[-1].decode(errors="replace")
+        if comm[int(entry)] == "java":
             java.add(int(entry))
     parts = {"driver": 0, "jvm": 0, "workers": 0}
     stack = [root_pid]
     while stack:
         pid = stack.pop()
-        parts["driver" if pid == root_pid else "jvm" if pid in java else "workers"] += rss.get(pid, 0)
+        part = "driver" if pid == root_pid else "jvm" if pid in java else "workers"
+        parts[part] += rss.get(pid, 0)
+        if part == "workers" and rss.get(pid, 0) > 2**30:
+            print(f"  [sampler] {comm.get(pid)} (pid {pid}, parent {next((p for p, c in children.items() if pid in c), None)}): "
+                  f"{rss[pid] / 2**20:.0f} MiB", file=sys.stderr)
         stack.extend(children.get(pid, ()))
     return parts
 
