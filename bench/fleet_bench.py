@@ -254,6 +254,9 @@ def fleet_for(work: Path, size: int) -> tuple[Path, dict]:
 # --- measuring -------------------------------------------------------------------------------------------------------
 
 
+_NAMED: set[int] = set()  # worker processes over 1 GiB already named on stderr
+
+
 def _tree_rss(root_pid: int) -> dict[str, int]:
     """Resident bytes of root_pid and every descendant (from /proc), by part: `driver` (root_pid),
     `jvm` (processes named java) and `workers` (the rest: Spark's Python workers and their daemon)."""
@@ -283,7 +286,8 @@ def _tree_rss(root_pid: int) -> dict[str, int]:
         pid = stack.pop()
         part = "driver" if pid == root_pid else "jvm" if pid in java else "workers"
         parts[part] += rss.get(pid, 0)
-        if part == "workers" and rss.get(pid, 0) > 2**30:
+        if part == "workers" and rss.get(pid, 0) > 2**30 and pid not in _NAMED:
+            _NAMED.add(pid)
             print(f"  [sampler] {comm.get(pid)} (pid {pid}, parent {next((p for p, c in children.items() if pid in c), None)}): "
                   f"{rss[pid] / 2**20:.0f} MiB", file=sys.stderr)
         stack.extend(children.get(pid, ()))
