@@ -89,6 +89,9 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     install_log_policy(verbose)
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
+    from kafkaops.k8s import collector
+
+    collector.tune()  # full collections were a third of a 10,000-object storm (collector.py)
     memo = kopf.Memo(operator_settings=OperatorSettings(
         retry_delay=retry_delay, metrics_port=metrics_port or None, peering_lifetime=peering_lifetime,
         deletion_window=deletion_window, sharding=sharding, lease_duration=lease_duration,

@@ -279,7 +279,12 @@ class AdminClient(PrincipalCalls):
                 attempt.retry_state.set_result(pending)
             if pending:
                 log.debug("%s: retrying %d item(s)", call.api.title, len(pending))
-        return progress
+        # tenacity's retrying object is a reference cycle, freed only by the cyclic collector, and
+        # `wait` is in it: emptying its cell lets this call's results (a whole Metadata answer) go by
+        # reference counting once the caller is done with them
+        done = progress
+        del progress
+        return done
 
     async def _execute(self, call: _Call[K, V, R], items: Iterable[tuple[K, V]]) -> tuple[Results[K, R], set[K]]:
         unique = dedupe(items)
