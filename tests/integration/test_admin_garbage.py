@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 
 import pytest
+from garbage_helpers import cyclic_garbage
 
 from kafkaops.kafka import AdminClient, NewTopic
 from kafkaops.kafka.models import PartitionInfo, TopicInfo
@@ -21,17 +22,6 @@ async def admin():
             yield client
 
 
-def garbage_of(kinds: tuple[type, ...]) -> int:
-    """How many objects of `kinds` only the cyclic collector would free now."""
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return sum(isinstance(o, kinds) for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-
-
 async def test_a_metadata_answer_is_not_left_in_a_cycle(admin) -> None:
     created = await admin.create_topics([NewTopic(f"garbage-{i}", 3, 1) for i in range(20)])
     assert created.all_ok, created.failed()
@@ -42,6 +32,6 @@ async def test_a_metadata_answer_is_not_left_in_a_cycle(admin) -> None:
             described = await admin.describe_topics([f"garbage-{i}" for i in range(20)])
             assert sum(len(r.value.partitions) for r in described.values()) == 60
             del described
-        assert garbage_of((TopicInfo, PartitionInfo)) == 0, "the answers wait for the cyclic collector"
+        assert cyclic_garbage((TopicInfo, PartitionInfo)) == 0, "the answers wait for the cyclic collector"
     finally:
         gc.enable()

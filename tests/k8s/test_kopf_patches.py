@@ -7,6 +7,7 @@ import asyncio
 import gc
 
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
+from garbage_helpers import cyclic_garbage
 from kopf._cogs.structs import bodies, dicts, patches
 
 from kafkaops.k8s import kopf_patches
@@ -55,17 +56,6 @@ async def test_a_set_already_on_returns_at_once() -> None:
 
 
 # --- bodies and patches without reference cycles -------------------------------------------------
-
-def cyclic_garbage(kinds: tuple[type, ...]) -> int:
-    """How many objects of `kinds` only the cyclic collector would free now."""
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        return sum(isinstance(o, kinds) for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-
 
 def a_raw_body(name: str) -> dict:
     return {"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
