@@ -19,7 +19,8 @@ measured with `gc.callbacks`; `gc.DEBUG_SAVEALL` showed the garbage was these ob
 alone. Here the views of a body point at a small shared root that holds the raw object (the body
 keeps its cached views; replacing a daemon's body replaces the root's object, so the views stay
 live), and a patch builds its views when asked (writes still land in the patch). Neither is a
-cycle, so both are freed by reference counting.
+cycle, so both are freed by reference counting, which is what lets `collector.py` run full
+collections rarely without holding every event's body until the next one.
 """
 
 from __future__ import annotations
