@@ -116,3 +116,12 @@ def test_views_stay_live_and_patches_write_where_kopf_wrote() -> None:
     copied = patches.Patch(patch, fns=[lambda raw: raw])
     assert dict(copied) == dict(patch) and len(copied.fns) == 1 and bool(copied)
     assert not patches.Patch() and patches.Patch().meta.labels.get("x") is None
+
+
+def test_a_body_made_before_the_patch_still_reads_and_replaces() -> None:
+    kopf_patches.apply()
+    old = bodies.Body.__new__(bodies.Body)  # as kopf's own __init__ left one: `_src` in its __dict__
+    old.__dict__.update(_src=a_raw_body("early"), _path=())
+    assert old["metadata"]["name"] == "early" and dict(old)["spec"] == {"partitions": 3}
+    old._replace_with(a_raw_body("later"))
+    assert old["metadata"]["name"] == "later" and "_root" not in old.__dict__
