@@ -152,3 +152,12 @@ def test_run_sharding_refuses_peering_on_the_command_line_and_a_short_lease(tmp_
     assert both.code == 1 and "--sharding and --peering exclude each other" in both.stderr, both
     short = run_kafkaops("run", "-A", "--lease-duration", "1", tmp=tmp_path, env={**env, "KAFKAOPS_SHARDING": "leases"})
     assert short.code == 1 and "--lease-duration 1: at least 3 seconds" in short.stderr, short
+
+
+def test_run_refuses_a_negative_worker_limit(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": "",
+           "KAFKAOPS_WORKER_LIMIT": "-5"}
+    ran = run_kafkaops("run", "-A", tmp=tmp_path, env=env)
+    assert ran.code == 1 and "--worker-limit" in ran.stderr and "-5 is not in the range x>=0" in ran.stderr, ran

@@ -51,13 +51,14 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 # sharding's knobs, from the environment (docs/cli.md): hidden to keep the help on one screen
 @click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", hidden=True)
 @click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", hidden=True)
+@click.option("--worker-limit", type=click.IntRange(min=0), default=0, envvar="KAFKAOPS_WORKER_LIMIT", hidden=True)
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peering_name: str | None,
         priority: int | None, liveness_endpoint: str | None, metrics_port: int, retry_delay: float,
         peering_lifetime: float, deletion_window: float, sharding: str | None, lease_duration: float,
-        lease_namespace: str | None, log_format: str, verbose: bool) -> None:
+        lease_namespace: str | None, worker_limit: int, log_format: str, verbose: bool) -> None:
     """Run the Kubernetes operator (in-cluster service account, else KUBECONFIG).
 
     \b
@@ -95,7 +96,8 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     memo = kopf.Memo(operator_settings=OperatorSettings(
         retry_delay=retry_delay, metrics_port=metrics_port or None, peering_lifetime=peering_lifetime,
         deletion_window=deletion_window, sharding=sharding, lease_duration=lease_duration,
-        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default"))
+        lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "default",
+        worker_limit=worker_limit or None))
     kopf.run(
         clusterwide=clusterwide,
         namespaces=list(namespaces),

@@ -76,6 +76,9 @@ class OperatorSettings:
     sharding: str | None = None  # "leases": KafkaClusters spread over the replicas (k8s/shards.py)
     lease_duration: float = 15.0  # sharded mode: a dead replica's clusters move after this long
     lease_namespace: str = "default"  # sharded mode: where the Leases live (the operator's namespace)
+    # resources of one kind (per watched namespace) handled at once; None: as many as arrive. A storm's
+    # memory is its objects in flight (docs/benchmarks.md, "Memory in a storm"): a limit bounds it
+    worker_limit: int | None = None
 
 
 @dataclass

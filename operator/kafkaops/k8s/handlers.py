@@ -46,6 +46,7 @@ from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIEN
 kopf_patches.apply()  # index pre-population without a thundering herd (see kopf_patches.py)
 
 PICKED_UP = f"{STORAGE_PREFIX}/picked-up"  # sharded mode: a new owner's touch (outside kopf's diff)
+WORKER_IDLE_WITH_LIMIT = 1.0  # seconds (kopf's default, 5, with no limit)
 
 
 @dataclass
@@ -103,6 +104,11 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
     settings.networking.error_backoffs = [1, 2, 5, 10]
     operator_settings: OperatorSettings = memo.get("operator_settings") or OperatorSettings()
     settings.peering.lifetime = int(operator_settings.peering_lifetime)
+    if operator_settings.worker_limit:
+        # a worker idles 5 s after its object's last event before it exits, holding its slot: with
+        # a limit the slot goes to the next object after 1 s
+        settings.queueing.worker_limit = operator_settings.worker_limit
+        settings.queueing.idle_timeout = WORKER_IDLE_WITH_LIMIT
     if "kafkaops" not in memo:
         from kafkaops.k8s.api import KubernetesApi
 
