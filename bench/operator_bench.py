@@ -5,7 +5,10 @@ the KafkaCluster, then N KafkaTopics as fast as the API accepts them, and measur
 every one is Ready. Requests by API come from the operator's own Prometheus metrics
 (kafkaops_admin_requests_total); the operator's peak RSS from /proc (VmHWM).
 
-    .venv/bin/python bench/operator_bench.py [--topics 2000]
+    .venv/bin/python bench/operator_bench.py [--topics 2000] [--worker-limit N] [--census-every SEC]
+
+`--worker-limit` is the operator's (docs/cli.md); `--census-every` takes a memory census of the
+operator every SEC seconds until all are Ready (bench/probes/sitecustomize.py) and prints them.
 
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
@@ -13,8 +16,12 @@ Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -41,8 +48,6 @@ def peak_rss_mib(pid: int) -> float:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (/proc/PID/stat)."""
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -59,10 +64,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=2000)
     parser.add_argument("--ready-timeout", type=float, default=900, help="seconds to wait for every one Ready")
+    parser.add_argument("--worker-limit", type=int, default=0, help="the operator's --worker-limit (0: none)")
+    parser.add_argument("--census-every", type=float, default=0,
+                        help="seconds between memory censuses of the operator (bench/probes/sitecustomize.py); 0: none")
     args = parser.parse_args()
     metrics_port = free_port()
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
-        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port))
+        env = {"KAFKAOPS_WORKER_LIMIT": str(args.worker_limit)}
+        census_log = Path(tempfile.mkdtemp(prefix="kafkaops-census-")) / "census.log"
+        if args.census_every:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "bench" / "probes"),
+                                                            os.environ.get("PYTHONPATH")) if p)
+            env["KAFKAOPS_CENSUS_LOG"] = str(census_log)
+        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port), env=env)
+        census_stop = threading.Event()
         try:
             kube = Kube(api.kubeconfig, "kafka")
             kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "bench"},
@@ -72,6 +87,11 @@ def main() -> None:
             processes = {"operator": operator.pid, "API emulator": api.pid, "noida-db": noida.pid}
             cpu0 = {name: cpu_seconds(pid) for name, pid in processes.items()}
             watch = ReadyWatch(kube, "kafkatopics")
+            if args.census_every:
+                def take_censuses() -> None:
+                    while not census_stop.wait(args.census_every):
+                        os.kill(operator.pid, signal.SIGUSR2)
+                threading.Thread(target=take_censuses, daemon=True).start()
             client0 = time.process_time()
             start = time.monotonic()
 
@@ -88,6 +108,7 @@ def main() -> None:
             # when each object was first seen Ready, from a watch stream: listing 10,000 objects
             # every 0.1 s loaded the emulator (and this client) as much as the operator did
             wait_until(lambda: len(watch.first_ready) >= args.topics, timeout=args.ready_timeout, what="every KafkaTopic Ready")
+            census_stop.set()
             total = max(watch.first_ready.values()) - start
             watch.stop()
             cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in processes.items()}
@@ -98,13 +119,22 @@ def main() -> None:
         finally:
             operator.stop()
     creates = sent.get("CreateTopics", 0)
-    print(f"{args.topics} KafkaTopics (3 partitions, 1 config each) on noida-db; python {sys.version.split()[0]}")
+    print(f"{args.topics} KafkaTopics (3 partitions, 1 config each) on noida-db; python {sys.version.split()[0]}; "
+          f"worker limit {args.worker_limit or 'none'}")
     print(f"  all {args.topics} created in the API after {created:.1f} s; all Ready after {total:.1f} s")
     print(f"  admin requests by API: {sent}")
     print(f"  CreateTopics requests: {creates} (target <= 40)")
     print(f"  operator peak RSS: {rss:.0f} MiB")
     print("  CPU seconds from the first create to all Ready (2 cores: at most "
           f"{2 * total:.0f} s): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu.items()))
+    if args.census_every:
+        lines = census_log.read_text().splitlines() if census_log.exists() else []
+        print(f"  memory censuses ({census_log}):")
+        for line in lines:
+            if line.startswith("census"):
+                fields = dict(f.split("=", 1) for f in line.split()[2:])
+                print("    " + " ".join(f"{k}={fields[k]}" for k in ("rss_kib", "pymalloc_allocated_mib", "kopf_streams",
+                                                                       "queued_events", "queued_mib", "tasks")))
 
 
 if __name__ == "__main__":
