@@ -12,11 +12,13 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkaops.testing.servers import ServerProcess, start_noida
 from kafkaops.testing.stack import ChildProcess, start_emulator, start_operator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +100,16 @@ def ready(kube: Kube, plural: str, name: str, reason: str | None = None) -> Call
         ok = cond.get("status") == "True" and (obj or {}).get("status", {}).get("observedGeneration") == generation
         return obj if ok and (reason is None or cond.get("reason") == reason) else None
     return check
+
+
+@contextmanager
+def emulator_and_noida(needs_own_operator: str) -> Iterator[tuple[ChildProcess, ServerProcess]]:
+    """The API emulator and noida-db for a test that starts (and kills) its own operator; such a
+    test is skipped against a real cluster, saying why (`needs_own_operator`)."""
+    if REAL_KUBECONFIG:
+        pytest.skip(f"KAFKAOPS_E2E_KUBECONFIG is set: {needs_own_operator}")
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
+        yield api, noida
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from kafkaops.kafka import AdminClient
 from kafkaops.testing.servers import ServerProcess, start_noida
 from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_emulator, start_operator
 
-from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, peers_settled, ready, wait_until
+from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, emulator_and_noida, peers_settled, ready, wait_until
 from lifecycle_helpers import ApiState, all_ready, cluster, create_all, topic
 
 pytestmark = pytest.mark.noida
@@ -29,10 +29,8 @@ RESYNCED = "compared with Kafka in one bulk read"
 
 @pytest.fixture
 def stack() -> Iterator[tuple[ChildProcess, ServerProcess]]:
-    if REAL_KUBECONFIG:
-        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: these tests kill and restart the operator they started")
-    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
-        yield api, noida
+    with emulator_and_noida("these tests kill and restart the operator they started") as both:
+        yield both
 
 
 def kafka_topics(bootstrap: str, prefix: str) -> set[str]:

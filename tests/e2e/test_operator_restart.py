@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kafkaops.kafka import AdminClient
-from kafkaops.testing.servers import ServerProcess, start_noida
-from kafkaops.testing.stack import ChildProcess, start_emulator, start_operator
+from kafkaops.testing.servers import ServerProcess
+from kafkaops.testing.stack import ChildProcess, start_operator
 
-from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, ready, wait_until
+from conftest import Kube, condition, emulator_and_noida, ready, wait_until
 
 pytestmark = pytest.mark.noida
 API = "kafkaops.io/v1alpha1"
@@ -23,10 +23,8 @@ COUNT = int(__import__("os").environ.get("KAFKAOPS_RESTART_TOPICS", "1000"))
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[ChildProcess, ServerProcess]]:
-    if REAL_KUBECONFIG:
-        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: the restart test needs to kill the operator it started")
-    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
-        yield api, noida
+    with emulator_and_noida("the restart test needs to kill the operator it started") as both:
+        yield both
 
 
 def kafka_topics(bootstrap: str) -> set[str]:
