@@ -71,8 +71,9 @@ def main() -> None:
     metrics_port = free_port()
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
         env = {"KAFKAOPS_WORKER_LIMIT": str(args.worker_limit)}
-        census_log = Path(tempfile.mkdtemp(prefix="kafkaops-census-")) / "census.log"
+        census_log: Path | None = None
         if args.census_every:
+            census_log = Path(tempfile.mkdtemp(prefix="kafkaops-census-")) / "census.log"
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "bench" / "probes"),
                                                             os.environ.get("PYTHONPATH")) if p)
             env["KAFKAOPS_CENSUS_LOG"] = str(census_log)
@@ -127,7 +128,7 @@ def main() -> None:
     print(f"  operator peak RSS: {rss:.0f} MiB")
     print("  CPU seconds from the first create to all Ready (2 cores: at most "
           f"{2 * total:.0f} s): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in cpu.items()))
-    if args.census_every:
+    if census_log is not None:
         lines = census_log.read_text().splitlines() if census_log.exists() else []
         print(f"  memory censuses ({census_log}):")
         for line in lines:

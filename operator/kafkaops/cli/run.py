@@ -48,7 +48,8 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
               help="Window of the topic-deletion cap [300s].")
 @click.option("--sharding", type=click.Choice(["leases"]), default=None, envvar="KAFKAOPS_SHARDING",
               help="Spread KafkaClusters over all replicas.")
-# sharding's knobs, from the environment (docs/cli.md): hidden to keep the help on one screen
+# sharding's knobs and the worker limit, from the environment (docs/cli.md): hidden to keep the
+# help on one screen
 @click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", hidden=True)
 @click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", hidden=True)
 @click.option("--worker-limit", type=click.IntRange(min=0), default=0, envvar="KAFKAOPS_WORKER_LIMIT", hidden=True)
