@@ -17,19 +17,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
 
-from conftest import Kube, ready, wait_until  # noqa: E402  (the e2e tests' client helper)
+from conftest import Kube, admin_requests_by_api as requests_by_api, ready, wait_until  # noqa: E402  (the e2e tests' helpers)
 from lifecycle_helpers import ReadyWatch  # noqa: E402
 
 from kafkaops.testing.servers import free_port, start_noida  # noqa: E402
@@ -50,14 +48,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a process has used (/proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def requests_by_api(port: int) -> dict[str, int]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    found: dict[str, int] = {}
-    for api, value in re.findall(r'kafkaops_admin_requests_total\{api="([^"]+)",cluster="[^"]*"\} ([0-9.e+]+)', text):
-        found[api] = found.get(api, 0) + int(float(value))
-    return found
 
 
 def main() -> None:

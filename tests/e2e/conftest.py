@@ -9,7 +9,9 @@ installed); the emulator-only tests are then skipped and say so.
 from __future__ import annotations
 
 import os
+import re
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -100,6 +102,16 @@ def ready(kube: Kube, plural: str, name: str, reason: str | None = None) -> Call
         ok = cond.get("status") == "True" and (obj or {}).get("status", {}).get("observedGeneration") == generation
         return obj if ok and (reason is None or cond.get("reason") == reason) else None
     return check
+
+
+def admin_requests_by_api(metrics_port: int) -> dict[str, int]:
+    """Admin requests the operator has sent, by Kafka API, summed over clusters: its own
+    Prometheus counter (kafkaops_admin_requests_total) on 127.0.0.1:`metrics_port`."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    found: dict[str, int] = {}
+    for api, value in re.findall(r'kafkaops_admin_requests_total\{api="([^"]+)",cluster="[^"]*"\} ([0-9.e+]+)', text):
+        found[api] = found.get(api, 0) + int(float(value))
+    return found
 
 
 @contextmanager

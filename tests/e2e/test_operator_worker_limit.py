@@ -5,8 +5,6 @@ exists does not hold it."""
 
 from __future__ import annotations
 
-import re
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -14,7 +12,7 @@ import pytest
 from kafkaops.testing.servers import ServerProcess, free_port
 from kafkaops.testing.stack import ChildProcess, start_operator
 
-from conftest import Kube, emulator_and_noida, ready, wait_until
+from conftest import Kube, admin_requests_by_api, emulator_and_noida, ready, wait_until
 from lifecycle_helpers import cluster, topic
 
 pytestmark = pytest.mark.noida
@@ -28,8 +26,7 @@ def stack() -> Iterator[tuple[ChildProcess, ServerProcess]]:
 
 
 def create_topics_sent(port: int) -> int:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return sum(int(float(n)) for n in re.findall(r'kafkaops_admin_requests_total\{api="CreateTopics"[^}]*\} (\S+)', text))
+    return admin_requests_by_api(port).get("CreateTopics", 0)
 
 
 def test_worker_limit_one_handles_topics_one_at_a_time(stack) -> None:
