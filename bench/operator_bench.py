@@ -5,10 +5,12 @@ the KafkaCluster, then N KafkaTopics as fast as the API accepts them, and measur
 every one is Ready. Requests by API come from the operator's own Prometheus metrics
 (kafkaops_admin_requests_total); the operator's peak RSS from /proc (VmHWM).
 
-    .venv/bin/python bench/operator_bench.py [--topics 2000] [--worker-limit N] [--census-every SEC]
+    .venv/bin/python bench/operator_bench.py [--topics 2000] [--worker-limit N] [--census-every SEC [--census-trace FRAMES]]
 
 `--worker-limit` is the operator's (docs/cli.md); `--census-every` takes a memory census of the
-operator every SEC seconds until all are Ready (bench/probes/sitecustomize.py) and prints them.
+operator every SEC seconds until all are Ready (bench/probes/sitecustomize.py) and prints them;
+`--census-trace` also runs tracemalloc in the operator and splits the memory by whose code asked
+for it (kafkaops or kopf). tracemalloc slows the operator: its times and RSS are not the bench's.
 
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
@@ -57,6 +59,8 @@ def main() -> None:
     parser.add_argument("--worker-limit", type=int, default=0, help="the operator's --worker-limit (0: none)")
     parser.add_argument("--census-every", type=float, default=0,
                         help="seconds between memory censuses of the operator (bench/probes/sitecustomize.py); 0: none")
+    parser.add_argument("--census-trace", type=int, default=0,
+                        help="frames tracemalloc keeps per allocation in the censuses (slows the operator); 0: off")
     args = parser.parse_args()
     metrics_port = free_port()
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
@@ -67,6 +71,8 @@ def main() -> None:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "bench" / "probes"),
                                                             os.environ.get("PYTHONPATH")) if p)
             env["KAFKAOPS_CENSUS_LOG"] = str(census_log)
+            if args.census_trace:
+                env["KAFKAOPS_CENSUS_TRACE"] = str(args.census_trace)
         operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port), env=env)
         census_stop = threading.Event()
         try:
@@ -80,6 +86,8 @@ def main() -> None:
             watch = ReadyWatch(kube, "kafkatopics")
             if args.census_every:
                 def take_censuses() -> None:
+                    if args.census_trace:  # the first census starts tracemalloc: before the first create
+                        os.kill(operator.pid, signal.SIGUSR2)
                     while not census_stop.wait(args.census_every):
                         os.kill(operator.pid, signal.SIGUSR2)
                 threading.Thread(target=take_censuses, daemon=True).start()
