@@ -125,3 +125,96 @@ def test_a_body_made_before_the_patch_still_reads_and_replaces() -> None:
     assert old["metadata"]["name"] == "early" and dict(old)["spec"] == {"partitions": 3}
     old._replace_with(a_raw_body("later"))
     assert old["metadata"]["name"] == "later" and "_root" not in old.__dict__
+
+
+# --- the per-object backlog -----------------------------------------------------------------------
+
+async def test_a_backlog_is_fifo_and_a_get_waits_for_a_put() -> None:
+    backlog = kopf_patches.Backlog()
+    assert backlog.empty() and backlog.qsize() == 0
+    getting = asyncio.create_task(backlog.get())
+    await asyncio.sleep(0)
+    assert not getting.done()
+    await backlog.put("first")
+    await backlog.put("second")
+    assert await asyncio.wait_for(getting, 1) == "first"
+    assert backlog.qsize() == 1 and await backlog.get() == "second" and backlog.empty()
+
+
+async def test_a_get_timed_out_takes_nothing() -> None:
+    backlog = kopf_patches.Backlog()
+    try:
+        await asyncio.wait_for(backlog.get(), 0.01)
+        raise AssertionError("an empty backlog answered")
+    except TimeoutError:
+        pass
+    backlog.put_nowait("later")
+    assert await asyncio.wait_for(backlog.get(), 1) == "later"
+
+    # the put lands while the reader is being cancelled: the event stays for the next get
+    getting = asyncio.create_task(backlog.get())
+    await asyncio.sleep(0)
+    backlog.put_nowait("raced")
+    getting.cancel()
+    await asyncio.gather(getting, return_exceptions=True)
+    assert backlog.qsize() == 1 and await backlog.get() == "raced"
+
+
+async def test_kopfs_worker_drains_a_patched_stream_in_order_and_exits_when_idle() -> None:
+    """kopf's own per-object worker, unmodified, over the stream its watcher now makes."""
+    import kopf
+    from kopf._core.reactor import queueing
+
+    kopf_patches.apply()
+    stream = queueing.Stream(backlog=asyncio.Queue(), pressure=asyncio.Event())
+    assert isinstance(stream.backlog, kopf_patches.Backlog) and isinstance(stream.pressure, kopf_patches.Pressure)
+    seen: list[str] = []
+
+    async def processor(*, raw_event, stream_pressure, **_: object) -> None:
+        seen.append(raw_event["object"]["metadata"]["name"])
+        await asyncio.sleep(0)
+
+    settings = kopf.OperatorSettings()
+    settings.queueing.idle_timeout = 0.05
+    key = ("resource", "uid-1")
+    streams = {key: stream}
+    for name in ("a", "b", "c"):
+        await stream.backlog.put({"type": "MODIFIED", "object": {"metadata": {"name": name}}})
+    await asyncio.wait_for(queueing.worker(signaller=asyncio.Condition(), resource_indexed=None, operator_indexed=None,
+                                           processor=processor, settings=settings, streams=streams, key=key), 5)
+    assert seen == ["a", "b", "c"]
+    assert key not in streams, "an idle worker exits and forgets its stream"
+
+
+def test_a_backlog_is_a_tenth_of_an_asyncio_queue() -> None:
+    import tracemalloc
+
+    def bytes_per(make) -> float:
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            kept = [make() for _ in range(2000)]
+            return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+        finally:
+            tracemalloc.stop()
+
+    queue, light = bytes_per(asyncio.Queue), bytes_per(kopf_patches.Backlog)
+    assert light * 10 < queue, f"a backlog takes {light:.0f} bytes, an asyncio.Queue {queue:.0f}"
+    event, pressure = bytes_per(asyncio.Event), bytes_per(kopf_patches.Pressure)
+    assert pressure * 4 < event, f"a pressure takes {pressure:.0f} bytes, an asyncio.Event {event:.0f}"
+
+
+async def test_pressure_wakes_every_sleeper_as_an_event_does() -> None:
+    from kopf._cogs.aiokits import aiotime
+
+    pressure = kopf_patches.Pressure()
+    assert not pressure.is_set()
+    assert await aiotime.sleep(0.01, wakeup=pressure) is None, "nothing set: the sleep is not interrupted"
+    sleepers = [asyncio.create_task(aiotime.sleep(5, wakeup=pressure)) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    pressure.set()
+    unslept = await asyncio.wait_for(asyncio.gather(*sleepers), 1)
+    assert all(left is not None and left > 4 for left in unslept), unslept
+    assert pressure.is_set() and await asyncio.wait_for(pressure.wait(), 1) is True
+    pressure.clear()
+    assert not pressure.is_set() and pressure._waiters is None  # noqa: SLF001 - no waiter left behind
