@@ -186,7 +186,7 @@ async def test_kopfs_worker_drains_a_patched_stream_in_order_and_exits_when_idle
     assert key not in streams, "an idle worker exits and forgets its stream"
 
 
-def test_a_backlog_is_a_tenth_of_an_asyncio_queue() -> None:
+def test_a_backlog_and_a_pressure_are_a_fraction_of_an_asyncio_queue_and_event() -> None:
     import tracemalloc
 
     def bytes_per(make) -> float:
