@@ -11,7 +11,7 @@ census on (tracing the imports would slow the start past the bench's patience), 
 census says whose code holds the memory allocated since: for every live block, the innermost frame that
 is kafkaops's or kopf's (the code that asked for it, directly or through aiohttp, json, asyncio),
 and the package of the innermost frame (where it was allocated). tracemalloc slows the operator
-about twofold and its own records take memory: use it to split the memory, not to measure it.
+about threefold and its own records take memory: use it to split the memory, not to measure it.
 
 The census runs inside the event loop's thread (a signal handler) and stops the loop for a few
 hundred milliseconds at 10,000 objects: take it every few seconds, not continuously.
@@ -113,6 +113,11 @@ def _pymalloc_allocated() -> int:
     return int(found.group(1).replace(",", "")) if found else -1
 
 
+def _events(backlog: object) -> object:
+    """The events in an object's backlog: kafkaops's `kopf_patches.Backlog`, or kopf's own Queue."""
+    return backlog._items if hasattr(backlog, "_items") else backlog._queue  # type: ignore[attr-defined]  # noqa: SLF001
+
+
 _RUNNING = False
 
 
@@ -155,8 +160,7 @@ def _census() -> None:
             if kind.__name__ == "Stream" and kind.__module__.endswith("reactor.queueing"):
                 streams.append(obj)
         seen: set[int] = set()
-        queued = [event for stream in streams  # kopf's asyncio.Queue, or kopf_patches.Backlog
-                  for event in list(getattr(stream.backlog, "_queue", None) or stream.backlog._items)]  # noqa: SLF001
+        queued = [event for stream in streams for event in list(_events(stream.backlog))]
         queued_bytes = sum(_deep_size(event, seen) for event in queued)
         loop = asyncio.events._get_running_loop()  # noqa: SLF001 - the handler runs inside the loop's thread
         tasks = collections.Counter(
