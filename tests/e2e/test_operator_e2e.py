@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from typing import Any
 
 import pytest
@@ -162,3 +164,41 @@ def test_sasl_password_never_appears_in_status_events_or_logs(kube: Kube, operat
     assert password not in repr(obj) and password not in repr(kube.get("kafkatopics", f"{name}-t"))
     assert not [e for e in kube.events() if password in (e.message or "")]
     assert password not in operator.log(10**7)
+
+
+def test_a_new_topic_costs_two_writes_and_kopf_keeps_its_bookkeeping_in_the_status(
+        kube: Kube, kafka_cluster: str, name: str) -> None:
+    """Created, then: kopf's finalizer (one PATCH), the outcome with kopf's diff base (one status
+    PATCH; k8s/diffbase.py). The diff base kept as an annotation cost a third write, and an event
+    for the operator to process, per object and change."""
+    import threading
+
+    from kubernetes import watch
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    stop = threading.Event()
+
+    def follow() -> None:
+        stream = watch.Watch()
+        for event in stream.stream(kube.custom.list_namespaced_custom_object, "kafkaops.io", "v1alpha1",
+                                   kube.namespace, "kafkatopics", field_selector=f"metadata.name={name}-bk",
+                                   timeout_seconds=60):
+            seen.append((event["type"], event["object"]))
+            if stop.is_set():
+                stream.stop()
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    time.sleep(0.5)  # the watch is open before the object exists
+    kube.create("kafkatopics", topic(f"{name}-bk", kafka_cluster))
+    obj = wait_until(ready(kube, "kafkatopics", f"{name}-bk"), what="topic Ready")
+    time.sleep(2.0)  # anything the operator would still write after Ready
+    stop.set()
+    kube.patch("kafkatopics", f"{name}-bk", {"metadata": {"labels": {"watch": "done"}}})  # wakes the watch to stop
+    follower.join(timeout=30)
+    before_label = [(kind, o) for kind, o in seen if (o["metadata"].get("labels") or {}).get("watch") != "done"]
+    assert [kind for kind, _ in before_label] == ["ADDED", "MODIFIED", "MODIFIED"], \
+        [(k, o["metadata"].get("resourceVersion")) for k, o in seen]
+    assert obj["metadata"]["finalizers"] == ["kafkaops.io/finalizer"]
+    assert not [k for k in obj["metadata"].get("annotations") or {} if k.startswith("kopf.")]
+    assert json.loads(obj["status"]["lastHandledConfiguration"])["spec"] == obj["spec"]

@@ -78,3 +78,64 @@ def test_operator_killed_mid_batch_converges_after_restart(stack) -> None:
         for process in (first, second):
             if process is not None:
                 process.stop()
+
+
+def handled_as(operator: ChildProcess, name: str, stage: str) -> list[str]:
+    """How kopf took `name` ("Creation", "Resuming", "Updating"...), in order, by its debug log:
+    the causes whose handling is `stage` ("in progress"; "processed": in progress, then done)."""
+    lines = operator.log(1_000_000).splitlines()
+    causes = []
+    for i, line in enumerate(lines):
+        if " is in progress: " in line and f"'name': '{name}'" in line:
+            done = any(" is processed: " in later for later in lines[i + 1:])
+            if stage == "in progress" or done:
+                causes.append(line.split("] ", 2)[-1].split(" is in progress")[0].strip())
+    return causes
+
+
+def test_objects_an_older_release_handled_are_resumed_not_recreated_and_their_annotation_moves(stack) -> None:
+    """Before k8s/diffbase.py kopf's diff base was the annotation kopf.kafkaops.io/last-handled-configuration.
+    An upgraded operator reads it (kopf resumes the object: no creation, no status rewrite) and
+    moves it into the status the next time the object changes."""
+    import json
+
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    legacy = "kopf.kafkaops.io/last-handled-configuration"
+    first = start_operator(api.kubeconfig)
+    second: ChildProcess | None = None
+    try:
+        kube.create("kafkaclusters", {"apiVersion": API, "kind": "KafkaCluster", "metadata": {"name": "upgraded"},
+                                      "spec": {"bootstrapServers": [noida.bootstrap]}})
+        wait_until(ready(kube, "kafkaclusters", "upgraded"), what="cluster Ready")
+        kube.create("kafkatopics", {"apiVersion": API, "kind": "KafkaTopic", "metadata": {"name": "upgraded-orders"},
+                                    "spec": {"clusterRef": {"name": "upgraded"}, "partitions": 1, "replicationFactor": 1}})
+        handled = wait_until(ready(kube, "kafkatopics", "upgraded-orders"), what="topic Ready")
+        first.stop()
+        # what an older release left: the diff base in an annotation, none in the status
+        stored = handled["status"]["lastHandledConfiguration"]
+        kube.custom.patch_namespaced_custom_object_status(
+            "kafkaops.io", "v1alpha1", "kafka", "kafkatopics", "upgraded-orders",
+            {"status": {"lastHandledConfiguration": None}})
+        kube.patch("kafkatopics", "upgraded-orders", {"metadata": {"annotations": {legacy: stored + "\n"}}})
+
+        second = start_operator(api.kubeconfig, "--verbose")
+        wait_until(lambda: handled_as(second, "upgraded-orders", "processed"), timeout=60,
+                   what="the topic handled after the restart")
+        assert handled_as(second, "upgraded-orders", "in progress") == ["Resuming"], second.log(6000)
+        time.sleep(1.0)  # kopf logs "processed" before its PATCH: a creation would have written by now
+        after = kube.get("kafkatopics", "upgraded-orders")
+        assert after["metadata"]["annotations"].get(legacy) and "lastHandledConfiguration" not in after["status"]
+
+        kube.patch("kafkatopics", "upgraded-orders", {"spec": {"partitions": 2}})
+        wait_until(lambda: (o := ready(kube, "kafkatopics", "upgraded-orders")()) and o["metadata"]["generation"] == 2,
+                   what="generation 2 Ready")
+        assert handled_as(second, "upgraded-orders", "in progress") == ["Resuming", "Updating"], second.log(6000)
+        time.sleep(1.0)
+        moved = kube.get("kafkatopics", "upgraded-orders")
+        assert legacy not in (moved["metadata"].get("annotations") or {})
+        assert json.loads(moved["status"]["lastHandledConfiguration"])["spec"]["partitions"] == 2
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.stop()

@@ -24,6 +24,7 @@ import kopf
 from kafkaops.k8s import kopf_patches
 from kafkaops.k8s.catalog import CLAIM, CLUSTER, IndexCatalog, index_copy
 from kafkaops.k8s.context import Clusters, OperatorSettings
+from kafkaops.k8s.diffbase import StatusDiffBase
 from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import (
     CLUSTER_PLURAL,
@@ -98,8 +99,7 @@ def _post(body: Mapping[str, Any], note: EventNote) -> None:
 async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logging.Logger, **kwargs: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=STORAGE_PREFIX, key="last-handled-configuration")
+    settings.persistence.diffbase_storage = StatusDiffBase()  # one PATCH per change, not two (k8s/diffbase.py)
     settings.posting.level = logging.WARNING  # our own Events mark transitions
     settings.networking.error_backoffs = [1, 2, 5, 10]
     operator_settings: OperatorSettings = memo.get("operator_settings") or OperatorSettings()

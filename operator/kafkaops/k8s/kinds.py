@@ -31,6 +31,7 @@ FINALIZER = "kafkaops.io/finalizer"
 # set by the resync on a resource being deleted whose deletion kopf dropped: the event runs it again
 NUDGE = "kafkaops.io/nudge"
 STORAGE_PREFIX = "kopf.kafkaops.io"  # kopf's own bookkeeping; user annotations stay kafkaops.io/*
+DIFFBASE_FIELD = "lastHandledConfiguration"  # status.<this>: what kopf last handled (k8s/diffbase.py)
 
 
 
