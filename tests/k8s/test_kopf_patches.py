@@ -141,6 +141,34 @@ async def test_a_backlog_is_fifo_and_a_get_waits_for_a_put() -> None:
     assert backlog.qsize() == 1 and await backlog.get() == "second" and backlog.empty()
 
 
+async def test_queued_watch_events_share_their_keys_and_keep_their_content() -> None:
+    import json
+
+    def parsed(name: str) -> dict:  # each event parsed apart, as kopf's watch stream does
+        return json.loads(json.dumps({"type": "ADDED", "object": {
+            "metadata": {"name": name, "finalizers": ["kafkaops.io/finalizer"]},
+            "spec": {"config": {"retention.ms": "1"}, "partitions": 3}}}))
+
+    first, second = parsed("a"), parsed("b")
+    assert next(iter(first["object"]["metadata"])) is not next(iter(second["object"]["metadata"]))
+    backlog = kopf_patches.Backlog()
+    await backlog.put(first)
+    await backlog.put(second)
+    await backlog.put(marker := object())  # kopf's end-of-stream marker passes as it is
+    got_first, got_second = await backlog.get(), await backlog.get()
+    assert got_first == parsed("a") and got_second == parsed("b") and await backlog.get() is marker
+    key = lambda event, *path: next(k for k in _dig(event, path[:-1]) if k == path[-1])  # noqa: E731
+    assert key(got_first, "object", "metadata", "name") is key(got_second, "object", "metadata", "name")
+    assert key(got_first, "object", "spec", "config", "retention.ms") is \
+        key(got_second, "object", "spec", "config", "retention.ms")
+
+
+def _dig(value: dict, path: tuple[str, ...]) -> dict:
+    for step in path:
+        value = value[step]
+    return value
+
+
 async def test_a_get_timed_out_takes_nothing() -> None:
     backlog = kopf_patches.Backlog()
     try:

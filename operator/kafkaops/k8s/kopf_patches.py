@@ -35,6 +35,7 @@ the handler machinery) without the deque every Event has: 0.9 -> 0.06 KB.
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
@@ -149,9 +150,22 @@ _ACYCLIC: list[tuple[Any, str, Any]] = [
 ]
 
 
+def shared_keys(value: Any) -> Any:
+    """`value` (parsed JSON) with every mapping key interned. `json.loads` makes new key strings for
+    every document, so each queued watch event held its own "metadata", "resourceVersion"...: 3.0 ->
+    2.0 KB per KafkaTopic event (tracemalloc), for 4 us of the event loop's time."""
+    if type(value) is dict:
+        return {sys.intern(k) if type(k) is str else k: shared_keys(v) for k, v in value.items()}
+    if type(value) is list:
+        return [shared_keys(v) for v in value]
+    return value
+
+
 class Backlog:
     """One object's queue of watch events: FIFO, one reader at a time (kopf's worker, which gets
-    with a timeout: a get cancelled by it takes nothing), any number of writers."""
+    with a timeout: a get cancelled by it takes nothing), any number of writers. An event's keys
+    are shared with every other event's (`shared_keys`): with a worker limit most of a storm's
+    objects wait here as raw events."""
 
     __slots__ = ("_items", "_getter")
 
@@ -166,7 +180,7 @@ class Backlog:
         return not self._items
 
     def put_nowait(self, item: Any) -> None:
-        self._items.append(item)
+        self._items.append(shared_keys(item) if type(item) is dict else item)
         getter = self._getter
         if getter is not None and not getter.done():
             getter.set_result(None)
