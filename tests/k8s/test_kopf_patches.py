@@ -246,3 +246,56 @@ async def test_pressure_wakes_every_sleeper_as_an_event_does() -> None:
     assert pressure.is_set() and await asyncio.wait_for(pressure.wait(), 1) is True
     pressure.clear()
     assert not pressure.is_set() and pressure._waiters is None  # noqa: SLF001 - no waiter left behind
+
+
+def test_objects_share_one_empty_read_only_daemons_memory() -> None:
+    import tracemalloc
+
+    import pytest
+    from kopf._core.engines import daemons
+    from kopf._core.reactor import inventory
+
+    first, second = inventory.ResourceMemory(), inventory.ResourceMemory()
+    assert first.daemons_memory is second.daemons_memory is kopf_patches.NO_DAEMONS
+    shared = kopf_patches.NO_DAEMONS
+    assert shared.live_fresh_body is None and not shared.running_daemons and not shared.forever_stopped
+    with pytest.raises(AttributeError):
+        shared.live_fresh_body = "a body"  # would reach every object
+    with pytest.raises(AttributeError):
+        shared.forever_stopped.add("handler")  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        shared.running_daemons["handler"] = "daemon"  # type: ignore[index]
+
+    def bytes_per(make) -> float:
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            kept = [make() for _ in range(2000)]
+            return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+        finally:
+            tracemalloc.stop()
+
+    own = bytes_per(lambda: inventory.ResourceMemory(daemons_memory=daemons.DaemonsMemory(idle_reset_time=0.0)))
+    light = bytes_per(inventory.ResourceMemory)
+    assert own - light > 300, f"a memory with its own DaemonsMemory {own:.0f} bytes, sharing {light:.0f}"
+
+
+async def test_a_spawning_cause_gives_the_object_its_own_daemons_memory() -> None:
+    import logging
+
+    import kopf
+    from kopf._cogs.structs import ephemera, references
+    from kopf._core.intents import causes, registries
+    from kopf._core.reactor import inventory, processing
+
+    memory = inventory.ResourceMemory()
+    resource = references.Resource(group="kafkaops.io", version="v1alpha1", plural="kafkaclusters", namespaced=True)
+    body = bodies.Body({"metadata": {"name": "main", "namespace": "kafka", "uid": "u1"}, "spec": {}})
+    cause = causes.SpawningCause(logger=logging.getLogger("test"), indices={}, memo=ephemera.Memo(), resource=resource,
+                                 patch=patches.Patch(), body=body, reset=True)
+    # kopf's own process_spawning_cause, as its event processing calls it (a module global)
+    await processing.process_spawning_cause(registry=registries.OperatorRegistry(), settings=kopf.OperatorSettings(),
+                                            memory=memory, cause=cause, operator_paused=None)
+    assert memory.daemons_memory is not kopf_patches.NO_DAEMONS
+    assert memory.daemons_memory.live_fresh_body is body and memory.daemons_memory.idle_reset_time > 0
+    assert kopf_patches.NO_DAEMONS.live_fresh_body is None

@@ -1,4 +1,4 @@
-"""Three fixes to kopf 1.45.2 (pinned), applied when the operator starts.
+"""Four fixes to kopf 1.45.2 (pinned), applied when the operator starts.
 
 kopf fills its indexes before any handler runs: every object of an indexed kind holds a toggle
 in one `ToggleSet`, and every object's worker waits on that set's condition until all toggles
@@ -30,6 +30,12 @@ when 100,000 objects arrive at once (docs/benchmarks.md, "kopf's per-object queu
 offers what kopf's watcher and worker call (`put`, `get`, `empty`, `qsize`) in 0.14 KB, and
 `Pressure` the `asyncio.Event` beside it (set by the watcher, cleared by the worker, slept on by
 the handler machinery) without the deque every Event has: 0.9 -> 0.06 KB.
+
+A fourth: kopf keeps a `ResourceMemory` per object for as long as it exists, and in it a
+`DaemonsMemory` (a dataclass, its `__dict__`, an empty set and an empty dict: ~0.5 KB) even for
+kinds that have no daemons or timers; only KafkaClusters have one here. Objects now share one
+empty, read-only `DaemonsMemory` until kopf processes a spawning cause for them (which it does only
+for kinds with daemons or timers), and get their own at that moment.
 """
 
 from __future__ import annotations
@@ -39,8 +45,11 @@ import sys
 from typing import Any
 
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
+from types import MappingProxyType
+
 from kopf._cogs.structs import bodies, dicts, patches
-from kopf._core.reactor import queueing
+from kopf._core.engines import daemons
+from kopf._core.reactor import inventory, processing, queueing
 
 _original_wait_for = ToggleSet.wait_for
 _EVENTS = "_kafkaops_waiters"
@@ -247,6 +256,35 @@ def _light_stream(backlog: Any, pressure: Any) -> Any:
     return _KOPF_STREAM(backlog=Backlog(), pressure=Pressure())
 
 
+class _NoDaemons(daemons.DaemonsMemory):
+    """The `DaemonsMemory` every object shares until it has daemons: empty, and refusing writes
+    (a write would reach every object)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_sealed"):
+            raise AttributeError(f"the shared empty DaemonsMemory is read-only (setting {name!r})")
+        object.__setattr__(self, name, value)
+
+
+NO_DAEMONS = _NoDaemons(idle_reset_time=0.0, forever_stopped=frozenset(),  # type: ignore[arg-type]
+                        running_daemons=MappingProxyType({}))  # type: ignore[arg-type]
+NO_DAEMONS._sealed = True  # type: ignore[attr-defined]  # noqa: SLF001
+
+_KOPF_MEMORY_INIT = inventory.ResourceMemory.__init__
+_KOPF_SPAWNING = processing.process_spawning_cause
+
+
+def _memory_init(self: inventory.ResourceMemory, *args: Any, **kwargs: Any) -> None:
+    kwargs.setdefault("daemons_memory", NO_DAEMONS)
+    _KOPF_MEMORY_INIT(self, *args, **kwargs)
+
+
+async def _spawning_cause(*, memory: inventory.ResourceMemory, **kwargs: Any) -> Any:
+    if memory.daemons_memory is NO_DAEMONS:
+        memory.daemons_memory = daemons.DaemonsMemory()
+    return await _KOPF_SPAWNING(memory=memory, **kwargs)
+
+
 def apply() -> None:
     if ToggleSet.wait_for is not _shared_wait_for:
         ToggleSet.wait_for = _shared_wait_for  # type: ignore[method-assign]
@@ -254,11 +292,14 @@ def apply() -> None:
         if owner.__dict__.get(name) is not replacement:
             setattr(owner, name, replacement)
     queueing.Stream = _light_stream  # type: ignore[assignment, misc]
+    inventory.ResourceMemory.__init__ = _memory_init  # type: ignore[method-assign]
+    processing.process_spawning_cause = _spawning_cause
 
 
 def applied() -> bool:
-    return ToggleSet.wait_for is _shared_wait_for and queueing.Stream is _light_stream and all(
+    return ToggleSet.wait_for is _shared_wait_for and queueing.Stream is _light_stream and \
+        inventory.ResourceMemory.__init__ is _memory_init and processing.process_spawning_cause is _spawning_cause and all(
         owner.__dict__.get(name) is replacement for owner, name, replacement in _ACYCLIC)
 
 
-__all__: list[Any] = ["Backlog", "Pressure", "apply", "applied"]
+__all__: list[Any] = ["NO_DAEMONS", "Backlog", "Pressure", "apply", "applied", "shared_keys"]
