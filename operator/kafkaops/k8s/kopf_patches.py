@@ -42,11 +42,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from types import MappingProxyType
 from typing import Any
 
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
-from types import MappingProxyType
-
 from kopf._cogs.structs import bodies, dicts, patches
 from kopf._core.engines import daemons
 from kopf._core.reactor import inventory, processing, queueing
