@@ -214,18 +214,20 @@ async def test_kopfs_worker_drains_a_patched_stream_in_order_and_exits_when_idle
     assert key not in streams, "an idle worker exits and forgets its stream"
 
 
-def test_a_backlog_and_a_pressure_are_a_fraction_of_an_asyncio_queue_and_event() -> None:
+def bytes_per(make) -> float:
+    """What one object made by `make` holds, by tracemalloc, over 2,000 kept alive."""
     import tracemalloc
 
-    def bytes_per(make) -> float:
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            kept = [make() for _ in range(2000)]
-            return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
-        finally:
-            tracemalloc.stop()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [make() for _ in range(2000)]
+        return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
 
+
+def test_a_backlog_and_a_pressure_are_a_fraction_of_an_asyncio_queue_and_event() -> None:
     queue, light = bytes_per(asyncio.Queue), bytes_per(kopf_patches.Backlog)
     assert light * 10 < queue, f"a backlog takes {light:.0f} bytes, an asyncio.Queue {queue:.0f}"
     event, pressure = bytes_per(asyncio.Event), bytes_per(kopf_patches.Pressure)
@@ -249,8 +251,6 @@ async def test_pressure_wakes_every_sleeper_as_an_event_does() -> None:
 
 
 def test_objects_share_one_empty_read_only_daemons_memory() -> None:
-    import tracemalloc
-
     import pytest
     from kopf._core.engines import daemons
     from kopf._core.reactor import inventory
@@ -265,15 +265,6 @@ def test_objects_share_one_empty_read_only_daemons_memory() -> None:
         shared.forever_stopped.add("handler")  # type: ignore[attr-defined]
     with pytest.raises(TypeError):
         shared.running_daemons["handler"] = "daemon"  # type: ignore[index]
-
-    def bytes_per(make) -> float:
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            kept = [make() for _ in range(2000)]
-            return (tracemalloc.get_traced_memory()[0] - before) / len(kept)
-        finally:
-            tracemalloc.stop()
 
     own = bytes_per(lambda: inventory.ResourceMemory(daemons_memory=daemons.DaemonsMemory(idle_reset_time=0.0)))
     light = bytes_per(inventory.ResourceMemory)
