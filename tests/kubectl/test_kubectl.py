@@ -107,6 +107,20 @@ def test_explain(stack: Stack, k: Kubectl) -> None:
         assert re.search(rf"^\s+{name}\s", out, re.M), name
 
 
+def test_kopfs_record_of_what_it_handled_is_in_the_status_not_the_metadata(stack: Stack, k: Kubectl) -> None:
+    """k8s/diffbase.py: what `kubectl get -o yaml` and `kubectl explain` show a user."""
+    import json
+
+    annotations = k("kubectl get kot/orders.state.v1 -n kafka-dev -o jsonpath={.metadata.annotations}").stdout
+    assert "kopf.kafkaops.io" not in annotations, annotations
+    record = json.loads(k("kubectl get kot/orders.state.v1 -n kafka-dev -o jsonpath={.status.lastHandledConfiguration}"
+                          ).stdout)
+    spec = json.loads(k("kubectl get kot/orders.state.v1 -n kafka-dev -o jsonpath={.spec}").stdout)
+    assert record["spec"] == spec
+    out = k("kubectl explain kafkatopics.status.lastHandledConfiguration").stdout
+    assert "lastHandledConfiguration" in out and "Written by the operator" in out, out
+
+
 def test_a_bad_manifest_is_rejected_with_its_field(stack: Stack, k: Kubectl, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: kafkaops.io/v1alpha1\nkind: KafkaTopic\nmetadata: {name: bad, namespace: kafka-dev}\n"
