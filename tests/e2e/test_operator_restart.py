@@ -81,8 +81,10 @@ def test_operator_killed_mid_batch_converges_after_restart(stack) -> None:
 
 
 def handled_as(operator: ChildProcess, name: str, stage: str) -> list[str]:
-    """How kopf took `name` ("Creation", "Resuming", "Updating"...), in order, by its debug log:
-    the causes whose handling is `stage` ("in progress"; "processed": in progress, then done)."""
+    """How kopf took `name` ("Creation", "Resuming", "Updating"...), in order, by its debug log.
+    `stage` "in progress": every cause kopf started for it; "processed": those followed by some
+    "is processed" line (kopf's lines name no object, so it may be another object's: callers wait
+    a moment more before reading the object)."""
     lines = operator.log(tail=1 << 40).splitlines()  # the whole log: --verbose writes every body
     causes = []
     for i, line in enumerate(lines):

@@ -29,9 +29,9 @@ KOPF_PREFIXES = (f"{STORAGE_PREFIX}/", "kopf.zalando.org/")  # ours, and kopf's 
 def index_copy(body: Mapping[str, Any]) -> dict[str, Any]:
     """The copy of an object the indexes keep (one per object, for as long as it exists): plain
     dicts and lists, without what no reader of the catalog uses (`metadata.managedFields`, kopf's
-    own annotations and its diff base in the status), with keys and short values shared between objects (`sys.intern`): a plain
-    deep copy of 10,000 KafkaTopics as the emulator serves them held 57 MiB, this one 24 MiB
-    (tracemalloc; the operator's RSS in docs/benchmarks.md)."""
+    own annotations and its diff base in the status), with keys and short values shared between
+    objects (`sys.intern`): a plain deep copy of 10,000 KafkaTopics as the emulator serves them held
+    57 MiB, this one 24 MiB (tracemalloc; the operator's RSS in docs/benchmarks.md)."""
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping):
         kept = {k: v for k, v in metadata.items() if k != "managedFields"}
