@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test demo fleet-demo fleet-report-png bench bench-fleet dev-cluster image clean soak
+.PHONY: setup test demo fleet-demo fleet-report-png bench bench-operator bench-fleet dev-cluster image clean soak
 
 setup: $(STAMP)
 
@@ -42,6 +42,12 @@ bench: setup
 	$(PY) bench/batcher_bench.py --topics 10000 --backend noida,fake
 	$(PY) bench/apply_bench.py --topics 5000
 	$(PY) bench/operator_bench.py --topics 2000
+
+# 10,000 KafkaTopics at once, the operator as the image installs it: .venv-lean is the plain install
+# (made and kept by tests/packaging/test_lean_install.py); BENCH_ARGS="--worker-limit 1000" and so on
+bench-operator: setup
+	$(PY) -m pytest -q tests/packaging/test_lean_install.py -k no_extra_packages
+	$(PY) bench/operator_bench.py --topics 10000 --operator-python .venv-lean/bin/python $(BENCH_ARGS)
 
 # the fleet pipeline at 100k, 300k and 1M topics (about 20 minutes on 2 cores)
 bench-fleet: setup

@@ -12,6 +12,11 @@ operator every SEC seconds until all are Ready (bench/probes/sitecustomize.py) a
 `--census-trace` also runs tracemalloc in the operator and splits the memory by whose code asked
 for it (kafkaops or kopf). tracemalloc slows the operator: its times and RSS are not the bench's.
 
+`--operator-python .venv-lean/bin/python` runs the operator as the image installs it (the plain
+install, no extras; `make bench-operator` makes that venv and runs this), on this checkout's
+sources. The test venv holds packages the image does not, and kopf imports the official
+kubernetes client whenever it is installed (17.5 MiB), so only that figure is the shipped one.
+
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
 
@@ -61,19 +66,26 @@ def main() -> None:
                         help="seconds between memory censuses of the operator (bench/probes/sitecustomize.py); 0: none")
     parser.add_argument("--census-trace", type=int, default=0,
                         help="frames tracemalloc keeps per allocation in the censuses (slows the operator); 0: off")
+    parser.add_argument("--operator-python", default=None,
+                        help="the operator's interpreter, e.g. .venv-lean/bin/python (the plain install); default: this one")
     args = parser.parse_args()
     metrics_port = free_port()
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka"]) as api:
         env = {"KAFKAOPS_WORKER_LIMIT": str(args.worker_limit)}
         census_log: Path | None = None
+        paths = [os.environ.get("PYTHONPATH")]
+        if args.operator_python:
+            paths.insert(0, str(ROOT / "operator"))  # this checkout's sources on that venv's packages
         if args.census_every:
             census_log = Path(tempfile.mkdtemp(prefix="kafkaops-census-")) / "census.log"
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "bench" / "probes"),
-                                                            os.environ.get("PYTHONPATH")) if p)
+            paths.insert(0, str(ROOT / "bench" / "probes"))
             env["KAFKAOPS_CENSUS_LOG"] = str(census_log)
             if args.census_trace:
                 env["KAFKAOPS_CENSUS_TRACE"] = str(args.census_trace)
-        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port), env=env)
+        if any(paths):
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        operator = start_operator(api.kubeconfig, "--metrics-port", str(metrics_port), env=env,
+                                  python=args.operator_python)
         census_stop = threading.Event()
         try:
             kube = Kube(api.kubeconfig, "kafka")
@@ -119,7 +131,7 @@ def main() -> None:
             operator.stop()
     creates = sent.get("CreateTopics", 0)
     print(f"{args.topics} KafkaTopics (3 partitions, 1 config each) on noida-db; python {sys.version.split()[0]}; "
-          f"worker limit {args.worker_limit or 'none'}")
+          f"worker limit {args.worker_limit or 'none'}; operator on {args.operator_python or sys.executable}")
     print(f"  all {args.topics} created in the API after {created:.1f} s; all Ready after {total:.1f} s")
     print(f"  admin requests by API: {sent}")
     print(f"  CreateTopics requests: {creates} (target <= 40)")

@@ -13,7 +13,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from kafkaops.k8s.rest import Rest
 from kafkaops.k8s.sharding import (
     Action,
     assign,
@@ -153,16 +155,23 @@ class Clock:
         return self.now
 
 
+OPENED: list[Rest] = []  # the connections lease_api() opened, closed with the emulator
+
+
 @pytest.fixture
 async def emulator(tmp_path: Path) -> AsyncIterator[tuple[KubernetesApiEmulator, Path]]:
     async with KubernetesApiEmulator(namespaces=["default", "kafkaops-system"]) as api:
         yield api, api.write_kubeconfig(tmp_path / "kubeconfig")
+        while OPENED:
+            await OPENED.pop().close()
 
 
 def lease_api(kubeconfig: Path) -> LeaseApi:
-    from kubernetes import config
-
-    return LeaseApi(config.new_client_from_config(config_file=str(kubeconfig)))
+    """A LeaseApi on a connection of its own to the kubeconfig's server, with its token."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    rest = Rest.connected(config["clusters"][0]["cluster"]["server"], token=config["users"][0]["user"]["token"])
+    OPENED.append(rest)
+    return LeaseApi(rest)
 
 
 async def test_the_emulator_serves_leases_with_optimistic_concurrency(emulator) -> None:

