@@ -8,6 +8,7 @@ what the emulator does not do, a 401 for a stale token, and how many requests ar
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -55,12 +56,15 @@ async def test_statuses_secrets_and_errors_through_kopfs_client(rest: Rest) -> N
 
 class ApiServerDouble:
     """Answers GET /apis/coordination.k8s.io/v1/namespaces/NS/leases: 401 unless the bearer token is
-    `token`; counts the requests in flight (each takes `delay` seconds)."""
+    `token`; counts the requests in flight (each takes `delay` seconds). GET /busy: always 503."""
 
     def __init__(self, token: str, delay: float = 0.0) -> None:
         self.token, self.delay = token, delay
         self.seen: list[str] = []
         self.in_flight = self.most_in_flight = 0
+
+    async def busy(self, _request: web.Request) -> web.Response:
+        return web.json_response({"kind": "Status", "code": 503, "message": "busy"}, status=503)
 
     async def leases(self, request: web.Request) -> web.Response:
         self.seen.append(request.headers.get("Authorization", ""))
@@ -80,6 +84,7 @@ async def server_double() -> AsyncIterator[tuple[ApiServerDouble, str]]:
     double = ApiServerDouble(token="fresh", delay=0.05)
     app = web.Application()
     app.router.add_get("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases", double.leases)
+    app.router.add_get("/busy", double.busy)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -87,6 +92,21 @@ async def server_double() -> AsyncIterator[tuple[ApiServerDouble, str]]:
     port = runner.addresses[0][1]
     yield double, f"http://127.0.0.1:{port}"
     await runner.cleanup()
+
+
+async def test_a_failed_attempt_is_the_callers_to_report_not_an_error_line(server_double, caplog) -> None:
+    """kopf's request() logs each failed attempt at ERROR; the operator's callers retry (status
+    writes) or report (a Secret's 403 in the status) themselves, so those lines are DEBUG here."""
+    _, url = server_double
+    rest = Rest.connected(url, token="fresh")
+    try:
+        with caplog.at_level(logging.DEBUG), pytest.raises(APIError) as busy:
+            await rest.get("/busy")
+    finally:
+        await rest.close()
+    assert busy.value.status == 503
+    attempts = [r for r in caplog.records if "Request attempt" in r.getMessage()]
+    assert attempts and all(r.levelno == logging.DEBUG for r in attempts), attempts
 
 
 async def test_at_most_sixteen_calls_at_once(server_double) -> None:

@@ -31,6 +31,17 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
+
+class _AttemptLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """kopf's request() logs a failed attempt at ERROR ("escalating"); here the caller retries it
+    or reports the failure itself (a status, a log line of its own), so those lines are DEBUG."""
+
+    def error(self, msg: object, *args: object, **kwargs: Any) -> None:
+        self.debug(msg, *args, **kwargs)
+
+
+_attempts = _AttemptLog(log, {})
+
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
 
@@ -85,7 +96,8 @@ class Rest:
         extra: dict[str, Any] = {"context": self.context} if self.context is not None else {}
         async with self._slots:
             response = await kopf_api.request(method, url, settings=self.settings, payload=body,
-                                              headers=MERGE_PATCH if merge else None, backoffs=(), logger=log, **extra)
+                                              headers=MERGE_PATCH if merge else None, backoffs=(), logger=_attempts,
+                                              **extra)
             async with response:
                 return await response.json()
 
