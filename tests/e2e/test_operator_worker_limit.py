@@ -50,3 +50,30 @@ def test_worker_limit_one_handles_topics_one_at_a_time(stack) -> None:
         wait_until(ready(kube, "kafkatopics", "parked"), timeout=90, what="the parked topic Ready")
     finally:
         operator.stop()
+
+
+def test_a_restart_with_more_resources_than_the_limit_handles_them(stack) -> None:
+    """At a start kopf gives every existing object a worker to fill its indexes, and each waits
+    until all are indexed: with fewer slots than objects the first workers waited forever for the
+    rest (kopf issue #1243; k8s/kopf_patches.py, the sixth fix). Restarted with 20 KafkaTopics and a
+    limit of 5, an edit and a new topic are handled."""
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    operator = start_operator(api.kubeconfig)
+    try:
+        kube.create("kafkaclusters", cluster("restarted", noida.bootstrap))
+        for i in range(20):
+            kube.create("kafkatopics", topic(f"kept-{i}", "restarted"))
+        for i in range(20):
+            wait_until(ready(kube, "kafkatopics", f"kept-{i}"), timeout=90, what=f"kept-{i} Ready")
+    finally:
+        operator.stop()
+    operator = start_operator(api.kubeconfig, env={"KAFKAOPS_WORKER_LIMIT": "5"})
+    try:
+        kube.patch("kafkatopics", "kept-0", {"spec": {"config": {"retention.ms": 7200000}}})
+        kube.create("kafkatopics", topic("after-restart", "restarted"))
+        wait_until(ready(kube, "kafkatopics", "after-restart"), timeout=60, what="the new topic Ready")
+        wait_until(lambda: (kube.get("kafkatopics", "kept-0") or {}).get("status", {}).get("observedGeneration") == 2,
+                   timeout=60, what="the edit handled")
+    finally:
+        operator.stop()

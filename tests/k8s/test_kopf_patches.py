@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 
+from kopf._cogs.aiokits import aiotasks
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
 from garbage_helpers import cyclic_garbage
 from kopf._cogs.structs import bodies, dicts, patches
@@ -53,6 +54,45 @@ async def test_a_set_already_on_returns_at_once() -> None:
     kopf_patches.apply()
     toggles = ToggleSet(all)
     await asyncio.wait_for(toggles.wait_for(True), 1)
+
+
+async def index_then_handle(limit: int, objects: int) -> list[str]:
+    """What kopf's workers do at a start with a worker limit: each object's worker (at most `limit`
+    run at once, kopf's Scheduler) indexes its object, drops its toggle, waits until every object
+    is indexed, then handles its object and ends. Returns the objects handled, in order."""
+    indexed = ToggleSet(all)
+    toggles = [await indexed.make_toggle(False, name=f"object {i}") for i in range(objects)]
+    handled: list[str] = []
+    in_flight = most = 0
+
+    async def worker(i: int) -> None:
+        nonlocal in_flight, most
+        await indexed.drop_toggle(toggles[i])
+        await indexed.wait_for(True)
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)  # the handler
+        handled.append(f"object {i}")
+        in_flight -= 1
+
+    scheduler = aiotasks.Scheduler(limit=limit)
+    try:
+        for i in range(objects):
+            await scheduler.spawn(worker(i), name=f"worker {i}")
+        await asyncio.wait_for(scheduler.wait(), 5)
+    finally:
+        await scheduler.close()
+    assert most <= limit, f"{most} objects handled at once with a limit of {limit}"
+    return handled
+
+
+async def test_workers_waiting_for_the_indexes_give_their_slot_up() -> None:
+    """kopf 1.45.2 deadlocks when a kind has more objects than the worker limit at a start: the
+    first `limit` workers index and wait for the rest, which never get a slot (kopf issue #1243;
+    seen here as an operator restarted with 20 KafkaTopics and a limit of 5 handling nothing)."""
+    kopf_patches.apply()
+    handled = await index_then_handle(limit=2, objects=12)
+    assert sorted(handled) == sorted(f"object {i}" for i in range(12))
 
 
 # --- bodies and patches without reference cycles -------------------------------------------------

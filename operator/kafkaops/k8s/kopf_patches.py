@@ -1,4 +1,4 @@
-"""Four fixes to kopf 1.45.2 (pinned), applied when the operator starts.
+"""Five fixes to kopf 1.45.2 (pinned), applied when the operator starts.
 
 kopf fills its indexes before any handler runs: every object of an indexed kind holds a toggle
 in one `ToggleSet`, and every object's worker waits on that set's condition until all toggles
@@ -36,15 +36,28 @@ A fourth: kopf keeps a `ResourceMemory` per object for as long as it exists, and
 kinds that have no daemons or timers; only KafkaClusters have one here. Objects now share one
 empty, read-only `DaemonsMemory` until kopf processes a spawning cause for them (which it does only
 for kinds with daemons or timers), and get their own at that moment.
+
+A fifth, a deadlock: with a worker limit (`settings.queueing.worker_limit`, `kafkaops run
+--worker-limit`), a start with more objects of a kind than the limit handled nothing, ever. kopf
+gives every listed object a worker to fill the indexes, and each worker, once its object is
+indexed, waits on the operator's `ToggleSet` until every object is: the first `limit` workers
+held every slot waiting for objects that could not get one (kopf issue #1243, still open
+upstream; found here by restarting an operator with 20 KafkaTopics and a limit of 5). Here a
+worker of a limited scheduler that waits on a `ToggleSet` gives its slot up (the scheduler's
+`_can_spawn` does not count it), and takes one again, waiting for room like a new worker, before
+it goes on to handle its object: handling stays within the limit. The price: at a start every
+object of the kind has a live worker until the indexes are full, as with no limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import weakref
 from types import MappingProxyType
 from typing import Any
 
+from kopf._cogs.aiokits import aiotasks
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
 from kopf._cogs.structs import bodies, dicts, patches
 from kopf._core.engines import daemons
@@ -73,7 +86,41 @@ async def _shared_wait_for(self: ToggleSet, state: bool, /) -> None:
         task = asyncio.create_task(watch(), name=f"kopf toggle set -> {wanted}")
         self.__dict__.setdefault("_kafkaops_tasks", set()).add(task)
         task.add_done_callback(self.__dict__["_kafkaops_tasks"].discard)
-    await event.wait()
+    current = asyncio.current_task()
+    scheduler = next((s for s in _SCHEDULERS if current in s._running_tasks), None) if current else None
+    if scheduler is None or scheduler._limit is None:
+        await event.wait()
+        return
+    # a worker of a limited scheduler (kopf's worker limit) waiting here gives its slot up, and takes
+    # one again before it goes on to handle its object (see the module's docstring, the sixth fix)
+    scheduler._kafkaops_parked += 1  # type: ignore[attr-defined]
+    try:
+        async with scheduler._condition:
+            scheduler._condition.notify_all()  # -> its spawner: the next object's worker may start
+        await event.wait()
+        async with scheduler._condition:
+            await scheduler._condition.wait_for(lambda: _has_room(scheduler))
+    finally:
+        scheduler._kafkaops_parked -= 1  # type: ignore[attr-defined]
+
+
+_SCHEDULERS: weakref.WeakSet[aiotasks.Scheduler] = weakref.WeakSet()
+_KOPF_SCHEDULER_INIT = aiotasks.Scheduler.__init__
+
+
+def _scheduler_init(self: aiotasks.Scheduler, *args: Any, **kwargs: Any) -> None:
+    _KOPF_SCHEDULER_INIT(self, *args, **kwargs)
+    self._kafkaops_parked = 0  # type: ignore[attr-defined]  # running tasks waiting on a ToggleSet
+    _SCHEDULERS.add(self)
+
+
+def _has_room(scheduler: aiotasks.Scheduler) -> bool:
+    parked: int = getattr(scheduler, "_kafkaops_parked", 0)
+    return scheduler._limit is None or len(scheduler._running_tasks) - parked < scheduler._limit
+
+
+def _can_spawn(self: aiotasks.Scheduler) -> bool:
+    return not self._pending_coros.empty() and _has_room(self)
 
 
 class _Root(dicts.ReplaceableMappingView[str, Any]):
@@ -287,6 +334,8 @@ async def _spawning_cause(*, memory: inventory.ResourceMemory, **kwargs: Any) ->
 def apply() -> None:
     if ToggleSet.wait_for is not _shared_wait_for:
         ToggleSet.wait_for = _shared_wait_for  # type: ignore[method-assign]
+    aiotasks.Scheduler.__init__ = _scheduler_init  # type: ignore[method-assign]
+    aiotasks.Scheduler._can_spawn = _can_spawn  # type: ignore[method-assign]
     for owner, name, replacement in _ACYCLIC:
         if owner.__dict__.get(name) is not replacement:
             setattr(owner, name, replacement)
@@ -297,6 +346,7 @@ def apply() -> None:
 
 def applied() -> bool:
     return ToggleSet.wait_for is _shared_wait_for and queueing.Stream is _light_stream and \
+        aiotasks.Scheduler.__init__ is _scheduler_init and aiotasks.Scheduler._can_spawn is _can_spawn and \
         inventory.ResourceMemory.__init__ is _memory_init and processing.process_spawning_cause is _spawning_cause and all(
         owner.__dict__.get(name) is replacement for owner, name, replacement in _ACYCLIC)
 
