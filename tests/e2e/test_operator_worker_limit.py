@@ -77,3 +77,30 @@ def test_a_restart_with_more_resources_than_the_limit_handles_them(stack) -> Non
                    timeout=60, what="the edit handled")
     finally:
         operator.stop()
+
+
+def test_resources_retrying_do_not_hold_every_slot(stack) -> None:
+    """kopf slept through a retry delay inside the object's worker, so the limit's worth of objects
+    retrying held every slot (k8s/kopf_patches.py, the sixth fix). With a limit of 1, a deletion
+    that waits for the deletion cap retries on and on; a new topic is still handled."""
+    api, noida = stack
+    kube = Kube(api.kubeconfig, "kafka")
+    operator = start_operator(api.kubeconfig, env={"KAFKAOPS_WORKER_LIMIT": "1"})
+    try:
+        kube.create("kafkaclusters", cluster("capped", noida.bootstrap,
+                                             topicDeletion={"policy": "Delete", "maxDeletionsPerReconcile": 1}))
+        for name in ("gone-0", "gone-1"):
+            kube.create("kafkatopics", topic(name, "capped"))
+        for name in ("gone-0", "gone-1"):
+            wait_until(ready(kube, "kafkatopics", name), timeout=60, what=f"{name} Ready")
+        kube.delete("kafkatopics", "gone-0")
+        kube.delete("kafkatopics", "gone-1")
+        def left() -> list[str]:
+            return [n for n in ("gone-0", "gone-1") if kube.get("kafkatopics", n)]
+
+        waiting = wait_until(lambda: len(left()) == 1 and left(), timeout=30, what="one deletion done, one capped")
+        kube.create("kafkatopics", topic("meanwhile", "capped"))
+        wait_until(ready(kube, "kafkatopics", "meanwhile"), timeout=30, what="a new topic Ready while one retries")
+        assert kube.get("kafkatopics", waiting[0]) is not None, "the capped deletion is still waiting"
+    finally:
+        operator.stop()

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+from typing import Any
+
+import kopf
 
 from kopf._cogs.aiokits import aiotasks
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
 from garbage_helpers import cyclic_garbage
-from kopf._cogs.structs import bodies, dicts, patches
+from kopf._cogs.structs import bodies, dicts, patches, references
+from kopf._core.actions import application
 
 from kafkaops.k8s import kopf_patches
 
@@ -93,6 +98,45 @@ async def test_workers_waiting_for_the_indexes_give_their_slot_up() -> None:
     kopf_patches.apply()
     handled = await index_then_handle(limit=2, objects=12)
     assert sorted(handled) == sorted(f"object {i}" for i in range(12))
+
+
+async def apply_with_a_delay(worker_limit: int, delay: float) -> tuple[float, list[dict]]:
+    """kopf's apply() after a handler asked for `delay` and had nothing to patch: how long the worker
+    was held, and the touches sent (application.patch_and_check replaced by a double)."""
+    kopf_patches.apply()
+    settings = kopf.OperatorSettings()
+    settings.queueing.worker_limit = worker_limit
+    touched: list[dict] = []
+
+    async def patch_and_check_double(*, patch: patches.Patch, **_: Any) -> tuple[None, None]:
+        if patch:  # kopf's apply() also "applies" the empty patch first
+            touched.append(dict(patch))
+        return None, None
+
+    body = bodies.Body({"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
+                        "metadata": {"name": "waits", "namespace": "kafka", "uid": "u-1"}})
+    resource = references.Resource("kafkaops.io", "v1alpha1", "kafkatopics", namespaced=True)
+    original, application.patch_and_check = application.patch_and_check, patch_and_check_double
+    try:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await application.apply(settings=settings, resource=resource, body=body, patch=patches.Patch(),
+                                delays=[delay], logger=logging.getLogger("test"), stream_pressure=asyncio.Event())
+        held = loop.time() - started
+        await asyncio.sleep(delay + 0.2)
+    finally:
+        application.patch_and_check = original
+    return held, touched
+
+
+async def test_a_retry_delay_with_a_worker_limit_is_slept_outside_the_worker() -> None:
+    """kopf slept through a retry delay inside the worker, which then never idled and never gave its
+    slot up: with the limit's worth of objects retrying, no other object was handled."""
+    held, touched = await apply_with_a_delay(worker_limit=5, delay=0.5)
+    assert held < 0.1, f"the worker was held {held:.2f}s"
+    assert len(touched) == 1 and "metadata" in touched[0], "the object is touched after the delay, as kopf does"
+    held, touched = await apply_with_a_delay(worker_limit=0, delay=0.3)  # no limit: kopf's own sleep
+    assert held >= 0.3 and len(touched) == 1
 
 
 # --- bodies and patches without reference cycles -------------------------------------------------

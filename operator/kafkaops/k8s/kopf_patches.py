@@ -1,4 +1,4 @@
-"""Five fixes to kopf 1.45.2 (pinned), applied when the operator starts.
+"""Six fixes to kopf 1.45.2 (pinned), applied when the operator starts.
 
 kopf fills its indexes before any handler runs: every object of an indexed kind holds a toggle
 in one `ToggleSet`, and every object's worker waits on that set's condition until all toggles
@@ -47,11 +47,21 @@ worker of a limited scheduler that waits on a `ToggleSet` gives its slot up (the
 `_can_spawn` does not count it), and takes one again, waiting for room like a new worker, before
 it goes on to handle its object: handling stays within the limit. The price: at a start every
 object of the kind has a live worker until the indexes are full, as with no limit.
+
+A sixth, also with a worker limit: kopf sleeps through a handler's retry delay inside the object's
+worker, then touches the object (a PATCH whose echo brings the worker back). The worker never
+idles, so it never gives its slot up: as many objects retrying at once as the limit (deletions
+waiting for the deletion cap, a cluster refusing writes) held every slot for as long as they
+retried, and every other object's events waited. Here, with a limit, a delay with nothing to patch
+is slept in a task of its own, which touches the object as kopf would; the worker idles and ends.
+A new event for the object meanwhile does not cancel that touch (kopf's sleep would have woken
+and skipped it): one more touch and handling cycle at most, with nothing to do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import sys
 import weakref
 from types import MappingProxyType
@@ -60,6 +70,7 @@ from typing import Any
 from kopf._cogs.aiokits import aiotasks
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
 from kopf._cogs.structs import bodies, dicts, patches
+from kopf._core.actions import application
 from kopf._core.engines import daemons
 from kopf._core.reactor import inventory, processing, queueing
 
@@ -102,6 +113,38 @@ async def _shared_wait_for(self: ToggleSet, state: bool, /) -> None:
             await scheduler._condition.wait_for(lambda: _has_room(scheduler))
     finally:
         scheduler._kafkaops_parked -= 1  # type: ignore[attr-defined]
+
+
+_KOPF_APPLY = application.apply
+_TOUCHES: set[asyncio.Task[None]] = set()  # the delays slept outside the workers (strong references)
+
+
+async def _apply(*, settings: Any, resource: Any, body: Any, patch: Any, delays: Any, logger: Any,
+                 stream_pressure: Any = None) -> tuple[bool, str | None, Any]:
+    delay = min(delays) if delays else None
+    if not settings.queueing.worker_limit or delay is None or delay <= 0 or patch:
+        return await _KOPF_APPLY(settings=settings, resource=resource, body=body, patch=patch, delays=delays,
+                                 logger=logger, stream_pressure=stream_pressure)
+    delay = min(delay, application.WAITING_KEEPALIVE_INTERVAL)
+    logger.debug(f"Sleeping for {delay} seconds for the delayed handlers, outside the worker.")
+    task = asyncio.create_task(_touch_later(settings, resource, body, logger, delay),
+                               name=f"touch {body.metadata.namespace}/{body.metadata.name} in {delay:g}s")
+    _TOUCHES.add(task)
+    task.add_done_callback(_TOUCHES.discard)
+    return False, None, None  # what kopf's apply() answers when it slept and touched
+
+
+async def _touch_later(settings: Any, resource: Any, body: Any, logger: Any, delay: float) -> None:
+    """kopf's own touch after a delay: a dummy value in the progress storage, merge-patched."""
+    await asyncio.sleep(delay)
+    touch = patches.Patch()
+    settings.persistence.progress_storage.touch(body=body, patch=touch,
+                                                value=datetime.datetime.now(datetime.UTC).isoformat())
+    try:
+        await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch,
+                                          body=body)
+    except Exception:  # noqa: BLE001 - gone meanwhile, or the API refused: kopf's next event handles it
+        logger.debug("Touching the object after its delay failed.", exc_info=True)
 
 
 _SCHEDULERS: weakref.WeakSet[aiotasks.Scheduler] = weakref.WeakSet()
@@ -336,6 +379,7 @@ def apply() -> None:
         ToggleSet.wait_for = _shared_wait_for  # type: ignore[method-assign]
     aiotasks.Scheduler.__init__ = _scheduler_init  # type: ignore[method-assign]
     aiotasks.Scheduler._can_spawn = _can_spawn  # type: ignore[method-assign]
+    application.apply = _apply
     for owner, name, replacement in _ACYCLIC:
         if owner.__dict__.get(name) is not replacement:
             setattr(owner, name, replacement)
@@ -347,6 +391,7 @@ def apply() -> None:
 def applied() -> bool:
     return ToggleSet.wait_for is _shared_wait_for and queueing.Stream is _light_stream and \
         aiotasks.Scheduler.__init__ is _scheduler_init and aiotasks.Scheduler._can_spawn is _can_spawn and \
+        application.apply is _apply and \
         inventory.ResourceMemory.__init__ is _memory_init and processing.process_spawning_cause is _spawning_cause and all(
         owner.__dict__.get(name) is replacement for owner, name, replacement in _ACYCLIC)
 
