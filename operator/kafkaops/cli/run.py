@@ -12,6 +12,9 @@ import click
 from kafkaops.cli.options import seconds
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+# resources of a kind handled at once: bounds a storm's memory (10,000 KafkaTopics at once: 159-167
+# MiB, Ready sooner than with none; docs/cli.md, docs/benchmarks.md "One Kubernetes client"); 0: none
+WORKER_LIMIT = 1000
 
 
 def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVICE_ACCOUNT_TOKEN) -> str | None:
@@ -52,7 +55,8 @@ def kube_config_problem(env: Mapping[str, str], home: Path, token: Path = SERVIC
 # help on one screen
 @click.option("--lease-duration", type=float, default=15.0, envvar="KAFKAOPS_LEASE_DURATION", hidden=True)
 @click.option("--lease-namespace", default=None, envvar="KAFKAOPS_LEASE_NAMESPACE", hidden=True)
-@click.option("--worker-limit", type=click.IntRange(min=0), default=0, envvar="KAFKAOPS_WORKER_LIMIT", hidden=True)
+@click.option("--worker-limit", type=click.IntRange(min=0), default=WORKER_LIMIT, envvar="KAFKAOPS_WORKER_LIMIT",
+              hidden=True)
 @click.option("--log-format", type=click.Choice(["json", "full", "plain"]), envvar="KAFKAOPS_LOG_FORMAT",
               default="full", help="Log format [full].")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
