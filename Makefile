@@ -44,7 +44,7 @@ bench: setup
 	$(PY) bench/operator_bench.py --topics 2000
 
 # 10,000 KafkaTopics at once, the operator as the image installs it: .venv-lean is the plain install
-# (made and kept by tests/packaging/test_lean_install.py); BENCH_ARGS="--worker-limit 1000" and so on
+# (made and kept by tests/packaging/test_lean_install.py); BENCH_ARGS="--worker-limit 0" for no limit
 bench-operator: setup
 	$(PY) -m pytest -q tests/packaging/test_lean_install.py -k no_extra_packages
 	$(PY) bench/operator_bench.py --topics 10000 --operator-python .venv-lean/bin/python $(BENCH_ARGS)

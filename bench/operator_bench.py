@@ -7,7 +7,7 @@ every one is Ready. Requests by API come from the operator's own Prometheus metr
 
     .venv/bin/python bench/operator_bench.py [--topics 2000] [--worker-limit N] [--census-every SEC [--census-trace FRAMES]]
 
-`--worker-limit` is the operator's (docs/cli.md); `--census-every` takes a memory census of the
+`--worker-limit` is the operator's (docs/cli.md; the same default, 0 for none); `--census-every` takes a memory census of the
 operator every SEC seconds until all are Ready (bench/probes/sitecustomize.py) and prints them;
 `--census-trace` also runs tracemalloc in the operator and splits the memory by whose code asked
 for it (kafkaops or kopf). tracemalloc slows the operator: its times and RSS are not the bench's.
@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
 from conftest import Kube, admin_requests_by_api as requests_by_api, ready, wait_until  # noqa: E402  (the e2e tests' helpers)
 from lifecycle_helpers import ReadyWatch  # noqa: E402
 
+from kafkaops.cli.run import WORKER_LIMIT  # noqa: E402
 from kafkaops.testing.servers import free_port, start_noida  # noqa: E402
 from kafkaops.testing.stack import start_emulator, start_operator  # noqa: E402
 
@@ -61,7 +62,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=2000)
     parser.add_argument("--ready-timeout", type=float, default=900, help="seconds to wait for every one Ready")
-    parser.add_argument("--worker-limit", type=int, default=0, help="the operator's --worker-limit (0: none)")
+    parser.add_argument("--worker-limit", type=int, default=WORKER_LIMIT,
+                        help=f"the operator's --worker-limit (0: none) [its default, {WORKER_LIMIT}]")
     parser.add_argument("--census-every", type=float, default=0,
                         help="seconds between memory censuses of the operator (bench/probes/sitecustomize.py); 0: none")
     parser.add_argument("--census-trace", type=int, default=0,
