@@ -103,7 +103,7 @@ async def _shared_wait_for(self: ToggleSet, state: bool, /) -> None:
         await event.wait()
         return
     # a worker of a limited scheduler (kopf's worker limit) waiting here gives its slot up, and takes
-    # one again before it goes on to handle its object (see the module's docstring, the sixth fix)
+    # one again before it goes on to handle its object (see the module's docstring, the fifth fix)
     scheduler._kafkaops_parked += 1  # type: ignore[attr-defined]
     try:
         async with scheduler._condition:
@@ -113,6 +113,25 @@ async def _shared_wait_for(self: ToggleSet, state: bool, /) -> None:
             await scheduler._condition.wait_for(lambda: _has_room(scheduler))
     finally:
         scheduler._kafkaops_parked -= 1  # type: ignore[attr-defined]
+
+
+_SCHEDULERS: weakref.WeakSet[aiotasks.Scheduler] = weakref.WeakSet()
+_KOPF_SCHEDULER_INIT = aiotasks.Scheduler.__init__
+
+
+def _scheduler_init(self: aiotasks.Scheduler, *args: Any, **kwargs: Any) -> None:
+    _KOPF_SCHEDULER_INIT(self, *args, **kwargs)
+    self._kafkaops_parked = 0  # type: ignore[attr-defined]  # running tasks waiting on a ToggleSet
+    _SCHEDULERS.add(self)
+
+
+def _has_room(scheduler: aiotasks.Scheduler) -> bool:
+    parked: int = getattr(scheduler, "_kafkaops_parked", 0)
+    return scheduler._limit is None or len(scheduler._running_tasks) - parked < scheduler._limit
+
+
+def _can_spawn(self: aiotasks.Scheduler) -> bool:
+    return not self._pending_coros.empty() and _has_room(self)
 
 
 _KOPF_APPLY = application.apply
@@ -145,25 +164,6 @@ async def _touch_later(settings: Any, resource: Any, body: Any, logger: Any, del
                                           body=body)
     except Exception:  # noqa: BLE001 - gone meanwhile, or the API refused: kopf's next event handles it
         logger.debug("Touching the object after its delay failed.", exc_info=True)
-
-
-_SCHEDULERS: weakref.WeakSet[aiotasks.Scheduler] = weakref.WeakSet()
-_KOPF_SCHEDULER_INIT = aiotasks.Scheduler.__init__
-
-
-def _scheduler_init(self: aiotasks.Scheduler, *args: Any, **kwargs: Any) -> None:
-    _KOPF_SCHEDULER_INIT(self, *args, **kwargs)
-    self._kafkaops_parked = 0  # type: ignore[attr-defined]  # running tasks waiting on a ToggleSet
-    _SCHEDULERS.add(self)
-
-
-def _has_room(scheduler: aiotasks.Scheduler) -> bool:
-    parked: int = getattr(scheduler, "_kafkaops_parked", 0)
-    return scheduler._limit is None or len(scheduler._running_tasks) - parked < scheduler._limit
-
-
-def _can_spawn(self: aiotasks.Scheduler) -> bool:
-    return not self._pending_coros.empty() and _has_room(self)
 
 
 class _Root(dicts.ReplaceableMappingView[str, Any]):
