@@ -1,7 +1,7 @@
 """The Kubernetes API's REST calls the operator makes beyond kopf (api.py: Secrets, statuses,
 finalizers, annotations; shards.py: Leases), through kopf's own client: its aiohttp session and
 the credentials of its login (a service account in a cluster, a kubeconfig elsewhere; re-login on
-401). No second Kubernetes client is loaded: the official one costs the process 17.5 MiB
+401). No second Kubernetes client is loaded: the official one costs the process 17.4 MiB
 (with pydantic, requests, urllib3 and oauthlib) and a thread per call in flight.
 
 Errors are kopf's `APIError`s, whose `status` is the HTTP status (404, 409, 403...). kopf's own
@@ -128,7 +128,7 @@ class ThreadRest(Rest):
         super().__init__(settings)
         self._home = home if home is not None else asyncio.get_running_loop()
         self._vault = vault if vault is not None else auth.vault_var.get()
-        self._held: tuple[VaultKey, KubeContext] | None = None
+        self._held: tuple[VaultKey, KubeContext] | None = None  # the credentials of `context`
 
     async def _at_home(self, work: Coroutine[Any, Any, T]) -> T:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._home))
@@ -150,8 +150,9 @@ class ThreadRest(Rest):
             except APIUnauthorizedError as exc:
                 stale, self.context = self.context, None
                 await stale.session.close()
-                if attempt == 2 or self._held is None:
+                if attempt == 2:
                     raise
+                assert self._held is not None  # set with the context
                 key, info = self._held
                 await self._at_home(self._vault.invalidate(key, info, exc=exc))
         raise AssertionError("unreachable")

@@ -55,6 +55,8 @@ class Leases(Protocol):
 
     async def delete(self, namespace: str, name: str, resource_version: str) -> None: ...
 
+    async def close(self) -> None: ...  # its connection, opened on the sharder's loop
+
 
 class LeaseApi:
     """coordination.k8s.io/v1 Leases as plain dicts, over `Rest` (kopf's client). MicroTimes are
@@ -249,9 +251,7 @@ class Sharder:
                 await self.leases.delete(self.settings.namespace, self._member.name, self._member.resource_version)
             except Exception:
                 log.warning("sharding: deleting the membership Lease failed", exc_info=True)
-        close = getattr(self.leases, "close", None)
-        if close is not None:  # LeaseApi: its session, opened on this loop
-            await close()
+        await self.leases.close()  # its session, opened on this loop
 
     async def step(self) -> None:
         """One tick: renew the membership, read every Lease, then acquire, renew, hand over or drop."""
