@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from kafkaops.cli import collector
 from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.kafka.sizing import topic_records
 from kafkaops.reconcile import DesiredState, Engine, RunOptions, State
@@ -67,11 +68,13 @@ async def run(count: int, partitions: int, files: int) -> list[dict]:
         root = Path(tmp)
         write_manifests(root, count, partitions, files)
 
+        collector.tune()  # as `kafkaops apply` does (cli/plan_apply.py: execute), before and after loading
         start, cpu = time.perf_counter(), time.process_time()
         validated = load_and_validate([root])
         rows.append({"phase": "load + validate", "wall_s": round(time.perf_counter() - start, 3),
                      "cpu_s": round(time.process_time() - cpu, 3), "requests": {},
                      "rss": rss_mib(), "note": f"{len(validated.valid)} valid, {len(validated.errors)} errors"})
+        collector.tune()
         desired = DesiredState.of(validated.valid)
 
         async with AdminClient.connect(server.bootstrap) as admin:

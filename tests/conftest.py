@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import start_noida, start_tansu
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    """`kafkaops plan`/`apply`/`validate` run in-process by a test set this process's garbage
+    collector (cli/collector.py: what is loaded is frozen out of collections); the next test starts
+    from the interpreter's own policy, or every later test would keep the runs' cyclic garbage and
+    tests that count collections or garbage would see another process's policy."""
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    yield
+    if gc.get_threshold() != thresholds or gc.get_freeze_count() != frozen:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+        gc.collect()  # the run's garbage, frozen with its objects, goes now as it would have
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +68,4 @@ async def server(request):
     async with FakeClusterDouble(brokers=1, acls_enabled=False, disabled_apis={43, 45, 46}) as cluster:
         host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
         yield cluster.bootstrap, host, int(port)
+

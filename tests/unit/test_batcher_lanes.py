@@ -44,6 +44,14 @@ async def test_budget_flushes_before_the_linger_expires():
     assert all(r.ok for r in results)
 
 
+async def test_a_window_never_holds_more_than_the_budget():
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 6, linger=0.05, budget=100)  # 16 items fit, a 17th would not
+    results = await asyncio.wait_for(lane.submit_many((f"k{i}", i) for i in range(40)), timeout=5)
+    assert [len(b) for b in send.batches] == [16, 16, 8]
+    assert [r.value for r in results] == [i * 10 for i in range(40)]
+
+
 async def test_duplicate_key_in_a_window_last_wins_and_both_callers_see_it():
     send = RecordingSendDouble()
     lane = _Lane("test", send, lambda v: 1, linger=0.01, budget=10_000)

@@ -361,7 +361,7 @@ class TestPropertiesTls:
 
     def test_librdkafka_style_locations(self) -> None:
         text = (
-            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n"
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=librdkafka-style-pw\n"
             "ssl.ca.location=/ca.pem\nssl.certificate.location=/c.pem\nssl.key.location=/k.pem\n"
         )
         s = parse_properties(text)

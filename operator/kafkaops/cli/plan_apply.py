@@ -25,6 +25,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from kafkaops.cli import collector
 from kafkaops.cli.interrupt import EXIT_SIGINT, Interrupt, exits_at_once, summary_line
 from kafkaops.cli.options import (
     allow_empty_option,
@@ -292,7 +293,9 @@ def execute(request: Request) -> None:
     """Load, route, run, render, exit. Input errors that stop the whole run (no cluster can be
     told, a bad --bootstrap-server or properties file, an unreadable state file) exit 1 with a
     message, after the validation issues."""
+    collector.tune()
     validated = load_and_validate(request.paths)
+    collector.tune()  # the manifests live for the whole run: out of every later full collection
     if not request.allow_empty and (message := no_manifests_message(request.paths, validated.documents,
                                                                     len(validated.errors))):
         fail(request, validated, message)

@@ -95,7 +95,7 @@ def run(clusterwide: bool, namespaces: tuple[str, ...], standalone: bool, peerin
     install_log_policy(verbose)
     if priority is None:
         priority = secrets.randbelow(2**31 - 2) + 1
-    from kafkaops.k8s import collector
+    from kafkaops.cli import collector
 
     collector.tune()  # full collections were a third of a 10,000-object storm (collector.py)
     memo = kopf.Memo(operator_settings=OperatorSettings(

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from kafkaops.cli import collector
 from kafkaops.cli.options import allow_empty_option, no_manifests_message
 from kafkaops.cli.render import github_annotation, issue_line
 from kafkaops.resources.issues import ValidationIssue
@@ -36,6 +37,7 @@ def validate(paths: tuple[str, ...], filenames: tuple[str, ...], output: str, st
     paths = (*paths, *filenames)
     if not paths:
         raise click.UsageError("give the manifests: kafkaops validate PATH... (or -f PATH)")
+    collector.tune()  # full collections over the documents being loaded (collector.py)
     result = load_and_validate(paths)
     empty = None if allow_empty else no_manifests_message(paths, result.documents, len(result.errors))
     failed = bool(result.errors) or (strict and bool(result.warnings)) or empty is not None

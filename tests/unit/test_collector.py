@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kafkaops.k8s import collector
+from kafkaops.cli import collector
 
 
 @pytest.fixture
