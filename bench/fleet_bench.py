@@ -18,7 +18,9 @@ snapshot per cluster (format version 1, written with pyarrow) in which differenc
 
 For each size the pipeline runs as `kafkaops fleet plan` in a child process (local[*]); wall
 time and the peak memory of its whole process tree (Python driver + Spark JVM + Python workers,
-sampled from /proc every 0.2 s) are reported. The baseline runs in one Python process without
+sampled from /proc every 0.2 s) are reported, and the CPU seconds of each part (the JVM's by
+thread: Spark's tasks, the JIT compilers, the garbage collector, the rest; read every second,
+so a process or thread that lives less than that may be missed). The baseline runs in one Python process without
 Spark: `kafkaops validate`'s load_and_validate, the snapshot tables read with pyarrow, and per
 cluster the same plan() plus orphans, drift of topics, and access by a prefix dictionary.
 
@@ -285,6 +287,12 @@ def _tree_rss(root_pid: int) -> dict[str, int]:
     while stack:
         pid = stack.pop()
         part = "driver" if pid == root_pid else "jvm" if pid in java else "workers"
+        parent = next((p for p, c in children.items() if pid in c), None)
+        if parent in java and pid not in java and not comm.get(pid, "").startswith("python"):
+            # the JVM forked a thread of its own to start a Python worker and it has not exec'd yet:
+            # its resident pages are the JVM's own (copy on write), not memory of its own
+            stack.extend(children.get(pid, ()))
+            continue
         parts[part] += rss.get(pid, 0)
         if part == "workers" and rss.get(pid, 0) > 2**30 and pid not in _NAMED:
             _NAMED.add(pid)
@@ -294,7 +302,78 @@ def _tree_rss(root_pid: int) -> dict[str, int]:
     return parts
 
 
-def measure(argv: list[str], log: Path) -> tuple[float, float, int, dict[str, tuple[float, float]]]:
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(stat_path: str) -> tuple[str, float] | None:
+    """(name, user + system CPU seconds) of a process or thread, from its /proc stat file."""
+    try:
+        with open(stat_path, "rb") as handle:
+            head, tail = handle.read().rsplit(b")", 1)
+        fields = tail.split()
+        return head.rsplit(b"(", 1)[-1].decode(errors="replace"), (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _thread_group(name: str) -> str:
+    """What a JVM thread does, by HotSpot's and Spark's thread names."""
+    if "CompilerThre" in name:
+        return "JIT compilers"
+    if name.startswith(("GC Thread", "G1 ", "VM Thread")):
+        return "garbage collector"
+    if name.startswith("Executor task"):
+        return "Spark tasks"
+    return "other"
+
+
+def _cpu_by_thread(root_pid: int, seen: dict[tuple[int, int], tuple[str, float]]) -> None:
+    """Record the CPU seconds so far of every thread of the JVMs under root_pid and of every other
+    process of the tree (keyed (pid, tid); tid 0 for a whole process), into `seen`."""
+    tree, stack = [], [root_pid]
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (read := _ppid(entry)) is not None:
+            children[read].append(int(entry))
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, ()))
+    for pid in tree:
+        whole = _cpu_seconds(f"/proc/{pid}/stat")
+        if whole is None:
+            continue
+        if whole[0] != "java":
+            seen[(pid, 0)] = ("driver" if pid == root_pid else "Python workers", whole[1])
+            continue
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            if (thread := _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")) is not None:
+                seen[(pid, int(tid))] = (_thread_group(thread[0]), thread[1])
+
+
+def _ppid(entry: str) -> int | None:
+    try:
+        with open(f"/proc/{entry}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_report(seen: dict[tuple[int, int], tuple[str, float]]) -> str:
+    groups: dict[str, float] = defaultdict(float)
+    for group, seconds in seen.values():
+        groups[group] += seconds
+    jvm = sum(v for k, v in groups.items() if k not in ("driver", "Python workers"))
+    order = ("Spark tasks", "JIT compilers", "garbage collector", "other", "Python workers", "driver")
+    return (f"CPU seconds: JVM {jvm:.0f} (" + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in order[:4])
+            + "), " + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in order[4:]))
+
+
+def measure(argv: list[str], log: Path, cpu: dict | None = None) -> tuple[float, float, int, dict[str, tuple[float, float]]]:
     """(wall seconds, peak MiB of the process tree, exit code, peak MiB of each part of it and when:
     `{part: (MiB, seconds after the start)}`) of a command."""
     started = time.monotonic()
@@ -306,7 +385,11 @@ def measure(argv: list[str], log: Path) -> tuple[float, float, int, dict[str, tu
 
     def sample() -> None:
         nonlocal peak
+        ticks = 0
         while not done.is_set():
+            if cpu is not None and ticks % 5 == 0:  # every second: CPU seconds only grow
+                _cpu_by_thread(process.pid, cpu)
+            ticks += 1
             now = _tree_rss(process.pid)
             peak = max(peak, sum(now.values()))
             for part, value in now.items():
@@ -425,7 +508,8 @@ def main() -> None:
         if args.master:
             argv += ["--master", args.master]
         log = root / "fleet.log"
-        wall, peak, code, parts = measure(argv, log)
+        cpu: dict[tuple[int, int], tuple[str, float]] = {}
+        wall, peak, code, parts = measure(argv, log, cpu)
         stages = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[") and " - " in line]
         row = {"size": size, "engine": "spark local[*]", "wall": wall, "peak": peak, "code": code, "counts": counts,
                "stages": stages}
@@ -435,6 +519,7 @@ def main() -> None:
               file=sys.stderr)
         for line in stages:
             print("   " + line, file=sys.stderr)
+        print("   " + cpu_report(cpu), file=sys.stderr)
         if size in baseline_sizes:
             blog = root / "baseline.log"
             bwall, bpeak, bcode, _ = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)
