@@ -42,14 +42,15 @@ SMALL_RUN = {
 }
 SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
-# Any other local run, measured at 1,000,000 topics (docs/benchmarks.md, "The JVM's own work"): the
-# JVM's threads' CPU, read from /proc, was 94 s in the JIT compilers and ~25 s in G1's collector
-# threads of 316 s. HotSpot's optimizing compiler (C2) takes a method once it has run 5,000 times;
-# ten times that leaves Spark's planning code, run a few thousand times per query, with the quick
-# compiler (C1), while the per-row loops of a million rows still reach C2 (compilers 55 CPU s;
-# C1 alone was slower: the desired stage 126 s against 110). The parallel collector instead of G1:
-# no concurrent marking, no G1 write barriers in the task threads (GC threads 5 CPU s, tasks
-# 158 s against 170). The run: 233-240 s -> 220 s (thresholds) -> 204 s (both).
+# Any other local run, measured at 1,000,000 topics (docs/benchmarks.md, "the JVM's own work"):
+# the JVM's threads' CPU, read from /proc, was 94 s in the JIT compilers and 16-28 s in G1's
+# collector threads of 313-328 s. HotSpot's optimizing compiler (C2) takes a method once it has
+# run 5,000 times; ten times that leaves Spark's planning code, run a few thousand times per
+# query, with the quick compiler (C1), while the per-row loops of a million rows still reach C2
+# (compilers 55 CPU s; C1 alone was slower: the desired stage 126 s against 110). The parallel
+# collector instead of G1: no concurrent marking, no G1 write barriers in the task threads (GC
+# threads 5 CPU s, tasks 158 s against 170). The run: 231-240 s -> 220 s (thresholds) -> 196-209 s
+# (both), the JVM resident at 3.2 GiB instead of 4.1-4.4.
 LARGE_RUN_JAVA = ["-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
                   "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=400000", "-XX:+UseParallelGC"]
 
