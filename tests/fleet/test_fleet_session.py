@@ -1,4 +1,4 @@
-"""The JVM a fleet run starts works with the JIT settings session.py chooses for a large input."""
+"""The JVM of a large local fleet run runs with the JIT and collector settings session.py chooses."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> 
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM of this session
     diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    wanted = {name: value for name, value in (flag.removeprefix("-XX:").split("=") for flag in LARGE_RUN_JAVA
-                                              if "=" in flag)}
+    wanted = dict(flag.removeprefix("-XX:").split("=") for flag in LARGE_RUN_JAVA if "=" in flag)
     running = {name: diagnostics.getVMOption(name).getValue() for name in wanted}
     assert running == wanted
     assert running["Tier4InvocationThreshold"] == "50000"  # ten times HotSpot's 5,000

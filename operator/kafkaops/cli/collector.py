@@ -15,10 +15,11 @@ are frozen out of every later collection. Cyclic garbage that reaches the old ge
 longer; the operator makes little of it (kopf's per-event bodies and patches are no longer
 cycles: `k8s/kopf_patches.py`; nor are the admin client's answers).
 
-`kafkaops plan` and `apply` call `tune()` twice: at start, and once the manifests are loaded and
-validated, since those live for the whole run. Without it, applying 5,000 new topics ran three
-full collections over the loaded manifests, 0.175 s of a 0.63 s apply (`bench/apply_bench.py`;
-docs/benchmarks.md, "The garbage collector in apply").
+`kafkaops validate` calls `tune()` at start; `plan` and `apply` at start and again once the
+manifests are loaded and validated, since those live for the whole run. Without it, applying
+5,000 new topics ran three full collections over the loaded manifests, 0.175 s of a 0.63 s apply
+(`bench/apply_bench.py`; docs/benchmarks.md, "apply #1: the garbage collector, and one request
+less").
 """
 
 from __future__ import annotations

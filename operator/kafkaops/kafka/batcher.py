@@ -148,19 +148,20 @@ class _Lane(Generic[K, V, R]):
     def _enqueue(self, key: K, value: V) -> asyncio.Future[ItemResult[R]]:
         future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
         waiting = self._queue.pop(key, None)
-        if waiting is None and self._queue and self._queued_records + self._cost(value) > self._budget:
-            # the window is full without this item: send it as it is, so a request never holds
-            # more than the budget (the admin client would split it, and the leftover item would
-            # go alone: 5,000 new topics took five CreateTopics where four hold them)
-            self._flush()
+        cost = self._cost(value)
         if waiting is None:
+            if self._queue and self._queued_records + cost > self._budget:
+                # the window is full without this item: send it as it is, so a request never holds
+                # more than the budget (the admin client would split it, and the leftover item would
+                # go alone: 5,000 new topics took five CreateTopics where four hold them)
+                self._flush()
             waiting = _Waiting(value)
         else:
             self._queued_records -= self._cost(waiting.value)
             waiting.value = value  # last one wins
         waiting.futures.append(future)
         self._queue[key] = waiting
-        self._queued_records += self._cost(value)
+        self._queued_records += cost
         self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._queue))
         if self._queued_records >= self._budget:
             self._flush()
