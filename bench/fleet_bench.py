@@ -43,6 +43,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 CLUSTERS = 20
@@ -259,61 +260,63 @@ def fleet_for(work: Path, size: int) -> tuple[Path, dict]:
 _NAMED: set[int] = set()  # worker processes over 1 GiB already named on stderr
 
 
+_TICK, _PAGE = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class _Stat:
+    """What /proc/<pid>/stat (or a thread's) says: name, parent, CPU seconds, resident bytes."""
+
+    name: str
+    ppid: int
+    cpu: float
+    rss: int
+
+
+def _stat(path: str) -> _Stat | None:
+    try:
+        with open(path, "rb") as handle:
+            head, tail = handle.read().rsplit(b")", 1)
+        fields = tail.split()
+        return _Stat(head.rsplit(b"(", 1)[-1].decode(errors="replace"), int(fields[1]),
+                     (int(fields[11]) + int(fields[12])) / _TICK, int(fields[21]) * _PAGE)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _tree(root_pid: int) -> dict[int, _Stat]:
+    """root_pid and every descendant, from /proc."""
+    stats = {int(e): st for e in os.listdir("/proc") if e.isdigit() and (st := _stat(f"/proc/{e}/stat")) is not None}
+    children: dict[int, list[int]] = defaultdict(list)
+    for pid, st in stats.items():
+        children[st.ppid].append(pid)
+    found, stack = {}, [root_pid]
+    while stack:
+        pid = stack.pop()
+        if pid in stats:
+            found[pid] = stats[pid]
+        stack.extend(children.get(pid, ()))
+    return found
+
+
 def _tree_rss(root_pid: int) -> dict[str, int]:
     """Resident bytes of root_pid and every descendant (from /proc), by part: `driver` (root_pid),
     `jvm` (processes named java) and `workers` (the rest: Spark's Python workers and their daemon)."""
-    children: dict[int, list[int]] = defaultdict(list)
-    rss: dict[int, int] = {}
-    java: set[int] = set()
-    comm: dict[int, str] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                head, tail = handle.read().rsplit(b")", 1)
-            fields = tail.split()
-            ppid, pages = int(fields[1]), int(fields[21])
-        except (OSError, IndexError, ValueError):
-            continue
-        children[ppid].append(int(entry))
-        rss[int(entry)] = pages * page
-        comm[int(entry)] = head.rsplit(b"(", 1)[-1].decode(errors="replace")
-        if comm[int(entry)] == "java":
-            java.add(int(entry))
+    tree = _tree(root_pid)
     parts = {"driver": 0, "jvm": 0, "workers": 0}
-    stack = [root_pid]
-    while stack:
-        pid = stack.pop()
-        part = "driver" if pid == root_pid else "jvm" if pid in java else "workers"
-        parent = next((p for p, c in children.items() if pid in c), None)
-        if parent in java and pid not in java and not comm.get(pid, "").startswith("python"):
+    for pid, st in tree.items():
+        java = st.name == "java"
+        part = "driver" if pid == root_pid else "jvm" if java else "workers"
+        parent = tree.get(st.ppid)
+        if parent is not None and parent.name == "java" and not java and not st.name.startswith("python"):
             # the JVM forked a thread of its own to start a Python worker and it has not exec'd yet:
             # its resident pages are the JVM's own (copy on write), not memory of its own
-            stack.extend(children.get(pid, ()))
             continue
-        parts[part] += rss.get(pid, 0)
-        if part == "workers" and rss.get(pid, 0) > 2**30 and pid not in _NAMED:
+        parts[part] += st.rss
+        if part == "workers" and st.rss > 2**30 and pid not in _NAMED:
             _NAMED.add(pid)
-            print(f"  [sampler] {comm.get(pid)} (pid {pid}, parent {next((p for p, c in children.items() if pid in c), None)}): "
-                  f"{rss[pid] / 2**20:.0f} MiB", file=sys.stderr)
-        stack.extend(children.get(pid, ()))
+            print(f"  [sampler] {st.name} (pid {pid}, parent {st.ppid}): {st.rss / 2**20:.0f} MiB", file=sys.stderr)
     return parts
-
-
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(stat_path: str) -> tuple[str, float] | None:
-    """(name, user + system CPU seconds) of a process or thread, from its /proc stat file."""
-    try:
-        with open(stat_path, "rb") as handle:
-            head, tail = handle.read().rsplit(b")", 1)
-        fields = tail.split()
-        return head.rsplit(b"(", 1)[-1].decode(errors="replace"), (int(fields[11]) + int(fields[12])) / _TICK
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _thread_group(name: str) -> str:
@@ -330,37 +333,17 @@ def _thread_group(name: str) -> str:
 def _cpu_by_thread(root_pid: int, seen: dict[tuple[int, int], tuple[str, float]]) -> None:
     """Record the CPU seconds so far of every thread of the JVMs under root_pid and of every other
     process of the tree (keyed (pid, tid); tid 0 for a whole process), into `seen`."""
-    tree, stack = [], [root_pid]
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (read := _ppid(entry)) is not None:
-            children[read].append(int(entry))
-    while stack:
-        pid = stack.pop()
-        tree.append(pid)
-        stack.extend(children.get(pid, ()))
-    for pid in tree:
-        whole = _cpu_seconds(f"/proc/{pid}/stat")
-        if whole is None:
-            continue
-        if whole[0] != "java":
-            seen[(pid, 0)] = ("driver" if pid == root_pid else "Python workers", whole[1])
+    for pid, st in _tree(root_pid).items():
+        if st.name != "java":
+            seen[(pid, 0)] = ("driver" if pid == root_pid else "Python workers", st.cpu)
             continue
         try:
             threads = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for tid in threads:
-            if (thread := _cpu_seconds(f"/proc/{pid}/task/{tid}/stat")) is not None:
-                seen[(pid, int(tid))] = (_thread_group(thread[0]), thread[1])
-
-
-def _ppid(entry: str) -> int | None:
-    try:
-        with open(f"/proc/{entry}/stat", "rb") as handle:
-            return int(handle.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+            if (thread := _stat(f"/proc/{pid}/task/{tid}/stat")) is not None:
+                seen[(pid, int(tid))] = (_thread_group(thread.name), thread.cpu)
 
 
 def cpu_report(seen: dict[tuple[int, int], tuple[str, float]]) -> str:
