@@ -1,5 +1,6 @@
-"""The operator's collector policy: a storm of short-lived-but-promoted objects (kopf's queued
-events) triggers far fewer full collections, and cyclic garbage is still collected."""
+"""The collector policy of the operator and the CLI (cli/collector.py): a storm of
+short-lived-but-promoted objects (kopf's queued events) triggers far fewer full collections, and
+cyclic garbage is still collected."""
 
 from __future__ import annotations
 
