@@ -449,6 +449,48 @@ async def test_topic_status_has_the_topic_id_from_any_create_topics_version(crea
     assert (result.status["partitions"], result.status["replicationFactor"]) == (3, 2)
 
 
+@pytest.mark.parametrize("create_topics_version", [7, 6])
+async def test_topic_status_costs_no_metadata_read_of_its_own(create_topics_version) -> None:
+    """The status's topic id, partitions and replication factor come from what the reconcile has
+    already read: CreateTopics' answer (v7+) or the completion poll that found the new topic led,
+    the poll that found added partitions led, the plan's read for a config edit. Metadata per
+    reconcile: the plan's read and, after a create or new partitions, one completion poll (at 10,000
+    new topics the status's own reads were a third of the operator's Metadata requests)."""
+    async with FakeClusterDouble(brokers=3, max_versions={Api.CREATE_TOPICS: create_topics_version}) as cluster:
+        clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
+                                                                   retry_delay=1.0, metrics_port=None))
+        reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+        try:
+            await connect(reconciler, cluster_body(cluster.bootstrap))
+            requests = clusters.contexts()[0].engine.batcher.admin.requests_by_api
+
+            async def metadata_sent_by(topic: dict) -> tuple[dict, int]:
+                before = requests.get("Metadata", 0)
+                result = await reconciler.reconcile(topic)
+                assert condition(result, "Ready")["status"] == "True", result.status
+                return result.status, requests.get("Metadata", 0) - before
+
+            topic = topic_body("orders", 3, 2)
+            created, created_reads = await metadata_sent_by(topic)
+            topic["status"] = created
+            topic["spec"]["config"] = {"retention.ms": 60000}
+            topic["metadata"]["generation"] = 2
+            edited, edited_reads = await metadata_sent_by(topic)
+            topic["status"] = {**created, **edited}
+            topic["spec"]["partitions"] = 5
+            topic["metadata"]["generation"] = 3
+            grown, grown_reads = await metadata_sent_by(topic)
+            async with AdminClient.connect(cluster.bootstrap) as admin:
+                info = (await admin.metadata(["orders"])).topics["orders"]
+        finally:
+            await clusters.close_all()
+    assert (created_reads, edited_reads, grown_reads) == (2, 1, 2)
+    assert created["topicId"] == edited["topicId"] == grown["topicId"] == str(info.topic_id)
+    assert (created["partitions"], created["replicationFactor"]) == (3, 2)
+    assert (edited["partitions"], edited["replicationFactor"]) == (3, 2)
+    assert (grown["partitions"], grown["replicationFactor"]) == (5, 2) == (len(info.partitions), 2)
+
+
 def test_claim_key_names_its_fields() -> None:
     topic = body("KafkaTopic", "orders-v1", {"clusterRef": {"name": "main"}, "topicName": "orders", "partitions": 1})
     key = claim_key(topic)

@@ -37,12 +37,26 @@ async def test_create_topic_carries_what_create_topics_answered() -> None:
 
 async def test_create_topics_v6_answer_has_no_topic_id() -> None:
     """Before v7 CreateTopics carries no topic id: the result says so (None), never a made-up one;
-    the operator's status then reads the id through Metadata (tests/k8s)."""
+    the id is in the Metadata that found the topic led (`led`, what the operator's status takes)."""
     async with FakeClusterDouble(brokers=3, tick_interval=None, max_versions={Api.CREATE_TOPICS: 6}) as cluster:
         outcomes, meta = await _reconcile(cluster, topic("orders", 3, 2))
-    created = outcomes["orders"].created
+    created, led = outcomes["orders"].created, outcomes["orders"].led
     assert outcomes["orders"].state is State.APPLIED and meta.topics["orders"].topic_id is not None
     assert created is not None and created.topic_id is None and (created.partitions, created.replication_factor) == (3, 2)
+    assert led is not None and led.topic_id == meta.topics["orders"].topic_id and led.all_led
+    assert outcomes["orders"].reshaped
+
+
+async def test_only_steps_that_reshape_a_topic_make_earlier_reads_stale() -> None:
+    """`led` is the completion poll's view of a created or grown topic; a config edit has none and
+    is not `reshaped` (the read it was planned from still holds the topic's id and partitions)."""
+    async with FakeClusterDouble(brokers=3, tick_interval=None) as cluster:
+        await _reconcile(cluster, topic("orders", 3, 2), topic("audit", 1, 1))
+        outcomes, meta = await _reconcile(cluster, topic("orders", 3, 2, {"retention.ms": "60000"}), topic("audit", 4, 1))
+    edited, grown = outcomes["orders"], outcomes["audit"]
+    assert edited.state is State.APPLIED and edited.led is None and not edited.reshaped
+    assert grown.state is State.APPLIED and grown.reshaped
+    assert grown.led is not None and len(grown.led.partitions) == 4 == len(meta.topics["audit"].partitions)
 
 
 async def test_failed_step_carries_the_kafka_error() -> None:

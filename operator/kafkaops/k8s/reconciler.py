@@ -305,7 +305,7 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
         fields = {**self._fields(context, model), **extra, **self.principal_fields(context, model, inputs, outcome.ok)}
         if isinstance(model, KafkaTopic) and outcome.ok:
             try:
-                fields = await topic_fields(context, model, outcome, fields)
+                fields = await topic_fields(context, model, outcome, fields, planned.observed.topic(model.topic_name))
             except KafkaConnectionError as exc:  # closed meanwhile (handed over): a wait
                 return self._connection_lost(body, context, exc)
         verdict = Verdict.of(outcome)

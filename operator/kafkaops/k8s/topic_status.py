@@ -6,20 +6,30 @@ from typing import Any
 
 from kafkaops.k8s.context import ClusterContext
 from kafkaops.k8s.moves import THROTTLE_RECORD
+from kafkaops.reconcile.observed import ObservedTopic
 from kafkaops.reconcile.outcome import Outcome
 from kafkaops.resources.models import KafkaTopic
 
 
 async def topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outcome,
-                       fields: dict[str, Any]) -> dict[str, Any]:
-    """The topic's id, partitions and replication factor for its status: from CreateTopics' answer
-    when this run created it (v7+ answers carry the id), else read through Metadata."""
+                       fields: dict[str, Any], observed: ObservedTopic | None = None) -> dict[str, Any]:
+    """The topic's id, partitions and replication factor for its status, from what this run has
+    already read whenever it can: CreateTopics' answer when the run created the topic (v7+
+    answers carry the id); the Metadata that found a created or grown topic complete; `observed`,
+    the read the run planned from, when it changed neither the topic's partitions nor its
+    replicas. Else one Metadata (shared with a window's other topics)."""
     assert context.engine is not None
-    created = outcome.created
+    created, led = outcome.created, outcome.led
     if created is not None and created.topic_id is not None and created.partitions > 0 \
             and created.replication_factor > 0:
         found = {"topicId": str(created.topic_id), "partitions": created.partitions,
                  "replicationFactor": created.replication_factor}
+    elif led is not None:
+        found = {"topicId": str(led.topic_id) if led.topic_id else None, "partitions": len(led.partitions),
+                 "replicationFactor": led.replication_factor}
+    elif observed is not None and not outcome.reshaped:
+        found = {"topicId": observed.topic_id, "partitions": observed.partitions,
+                 "replicationFactor": observed.replication_factor}
     else:
         info = await context.engine.batcher.describe_topic(model.topic_name)
         if info.value is None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from kafkaops.kafka import AlterOp, Batcher
+from kafkaops.kafka import AlterOp, Batcher, TopicInfo
 from kafkaops.reconcile.actions import (
     Action,
     AlterConfigs,
@@ -143,16 +143,20 @@ class Engine:
         applied = await apply_plans(self.batcher, pending, validate_only=options.validate_only, progress=progress,
                                     stop=stop)
         waited: dict = {}
+        led: Mapping[Source, TopicInfo] = {}
         if options.wait and not options.validate_only:
             waiting = wait_for(self.batcher, {a.plan.source: expectations(a) for a in applied if a.problem is None},
                                settings=self.settings)
-            waited = await unless_stopped(waiting, stop) or {}
+            done = await unless_stopped(waiting, stop)
+            if done is not None:
+                waited, led = dict(done.problems), done.led
         if not options.validate_only and not options.defer_replica_changes:
             moved = await self._change_replicas(planned, applied, stop)
             waited.update({source: problem for source, problem in moved.items() if problem is not None})
         by_source = {a.plan.source: a for a in applied}
         outcomes = tuple(
-            _outcome(r, by_source.get(r.source), waited.get(r.source), options.validate_only) for r in planned.plan.resources
+            _outcome(r, by_source.get(r.source), waited.get(r.source), options.validate_only, led.get(r.source))
+            for r in planned.plan.resources
         )
         if not options.validate_only:
             # unchanged resources adopt their declared keys too (a key set by hand to the declared value,
@@ -206,7 +210,8 @@ def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]
     return {api: n - before.get(api, 0) for api, n in after.items() if n != before.get(api, 0)}
 
 
-def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool) -> Outcome:
+def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool,
+             led: TopicInfo | None = None) -> Outcome:
     if applied is None:  # nothing to do
         return Outcome(resource.source, resource.kind, resource.name, State.UNCHANGED, resource.action, resource.changes)
     base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
@@ -222,7 +227,7 @@ def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, va
         return Outcome(state=State.VALIDATED, notes=notes, **base)  # type: ignore[arg-type]
     if waited is not None:
         return Outcome(state=State.FAILED, problem=waited, notes=notes, **base)  # type: ignore[arg-type]
-    return Outcome(state=State.APPLIED, notes=notes, **base)  # type: ignore[arg-type]
+    return Outcome(state=State.APPLIED, notes=notes, led=led, **base)  # type: ignore[arg-type]
 
 
 def ownership_changes(old: Ownership, applied: list[Applied]) -> dict[str, Mapping[str, str | None] | None]:

@@ -7,8 +7,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from kafkaops.kafka import CreatedTopic
-from kafkaops.reconcile.actions import Action, ChangeReplicas, CreateTopic, FieldChange, Plan, Problem, StepResult, StepState
+from kafkaops.kafka import CreatedTopic, TopicInfo
+from kafkaops.reconcile.actions import (
+    Action,
+    ChangeReplicas,
+    CreatePartitions,
+    CreateTopic,
+    DeleteTopic,
+    FieldChange,
+    Plan,
+    Problem,
+    StepResult,
+    StepState,
+)
 from kafkaops.resources.documents import Source
 
 
@@ -32,6 +43,9 @@ class Outcome:
     notes: tuple[str, ...] = ()
     # each step's result, in order (the steps sent, and the one that failed, if any)
     results: tuple[StepResult, ...] = ()
+    # the topic as the Metadata that found it complete saw it (every partition led), when this run
+    # created it or added partitions and waited
+    led: TopicInfo | None = None
 
     @property
     def created(self) -> CreatedTopic | None:
@@ -39,6 +53,12 @@ class Outcome:
         replication factor), when it created one."""
         return next((r.value for r in self.results if isinstance(r.step, CreateTopic) and r.state is StepState.OK
                      and r.value is not None), None)
+
+    @property
+    def reshaped(self) -> bool:
+        """This run sent (or deferred) a step that changes a topic's id, partitions or replicas: what
+        was read before it is out of date."""
+        return any(isinstance(r.step, (CreateTopic, CreatePartitions, ChangeReplicas, DeleteTopic)) for r in self.results)
 
     @property
     def ok(self) -> bool:

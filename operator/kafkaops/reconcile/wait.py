@@ -7,7 +7,9 @@ set (and no override for the keys reset). Every round asks about all pending
 resources at once: one Metadata request and one batched DescribeConfigs (via
 the Batcher), never one request per resource. Rounds back off from
 `wait_poll_min` to `wait_poll_max`; past `wait_timeout` what is still pending
-fails with the retriable reason WaitTimeout ("may still happen").
+fails with the retriable reason WaitTimeout ("may still happen"). The Metadata
+that found a new or grown topic complete is kept for its resource's outcome (the
+operator's status takes the topic id from it instead of asking again).
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ class ConfigsMatch:
 
 
 Expectation: TypeAlias = TopicReady | TopicGone | ConfigsMatch
+
+
+@dataclass(frozen=True, slots=True)
+class Waited:
+    """How a wait ended: a Problem for each source still pending at the deadline (None: complete),
+    and for each source with a TopicReady, the topic as the poll that found it complete saw it."""
+
+    problems: Mapping[Source, Problem | None]
+    led: Mapping[Source, TopicInfo]
 
 
 def override_source(resource: ConfigResource) -> ConfigSource:
@@ -112,11 +123,12 @@ def _satisfied(expectation: Expectation, topics: Mapping[str, ItemResult[TopicIn
 async def wait_for(
     batcher: Batcher, pending: Mapping[Source, tuple[Expectation, ...]], *, timeout: float | None = None,
     settings: EngineSettings = EngineSettings(),
-) -> dict[Source, Problem | None]:
+) -> Waited:
     """Poll until every source's expectations hold; a Problem for those still pending at the deadline."""
     timeout = settings.wait_timeout if timeout is None else timeout
     remaining = {source: list(exps) for source, exps in pending.items() if exps}
     results: dict[Source, Problem | None] = {source: None for source in pending}
+    led: dict[Source, TopicInfo] = {}
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     delay = settings.wait_poll_min
@@ -138,8 +150,15 @@ async def wait_for(
             topics = dict(zip(topic_names, topic_results))
             configs = dict(zip(resources, config_results))
             for source in list(remaining):
-                remaining[source] = [e for e in remaining[source] if not _satisfied(e, topics, configs)]
-                if not remaining[source]:
+                left = []
+                for e in remaining[source]:
+                    if not _satisfied(e, topics, configs):
+                        left.append(e)
+                    elif isinstance(e, TopicReady):
+                        led[source] = topics[e.topic].value  # type: ignore[assignment]  # satisfied: not None
+                if left:
+                    remaining[source] = left
+                else:
                     del remaining[source]
         if not remaining:
             break
@@ -153,4 +172,4 @@ async def wait_for(
             break
         await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
         delay = min(delay * 2, settings.wait_poll_max)
-    return results
+    return Waited(results, led)
