@@ -430,30 +430,11 @@ async def test_a_reassignment_started_outside_kafkaops_is_reported_not_fought(re
 
 
 @pytest.mark.parametrize("create_topics_version", [7, 6])
-async def test_topic_status_has_the_topic_id_from_any_create_topics_version(create_topics_version) -> None:
-    """v7+ CreateTopics answers carry the topic id (the status takes it from the answer); before v7
-    the status reads it through Metadata. Either way it is the id Kafka holds."""
-    async with FakeClusterDouble(brokers=3, max_versions={Api.CREATE_TOPICS: create_topics_version}) as cluster:
-        clusters = Clusters(SecretReaderDouble(), OperatorSettings(client_overrides={"linger": 0.01, "wait_poll_min": 0.01},
-                                                                   retry_delay=1.0, metrics_port=None))
-        reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
-        try:
-            await connect(reconciler, cluster_body(cluster.bootstrap))
-            result = await reconciler.reconcile(topic_body("orders", 3, 2))
-            async with AdminClient.connect(cluster.bootstrap) as admin:
-                info = (await admin.metadata(["orders"])).topics["orders"]
-        finally:
-            await clusters.close_all()
-    assert condition(result, "Ready")["status"] == "True", result.status
-    assert result.status["topicId"] == str(info.topic_id)
-    assert (result.status["partitions"], result.status["replicationFactor"]) == (3, 2)
-
-
-@pytest.mark.parametrize("create_topics_version", [7, 6])
 async def test_topic_status_costs_no_metadata_read_of_its_own(create_topics_version) -> None:
-    """The status's topic id, partitions and replication factor come from what the reconcile has
-    already read: CreateTopics' answer (v7+) or the completion poll that found the new topic led,
-    the poll that found added partitions led, the plan's read for a config edit. Metadata per
+    """The status's topic id, partitions and replication factor are the ones Kafka holds, from any
+    CreateTopics version, and come from what the reconcile has already read: CreateTopics' answer
+    (v7+; before v7 it has no id) or the completion poll that found the new topic led, the poll
+    that found added partitions led, the plan's read for a config edit. Metadata per
     reconcile: the plan's read and, after a create or new partitions, one completion poll (at 10,000
     new topics the status's own reads were a third of the operator's Metadata requests)."""
     async with FakeClusterDouble(brokers=3, max_versions={Api.CREATE_TOPICS: create_topics_version}) as cluster:
