@@ -14,8 +14,14 @@ from kafkaops.k8s.elections import maybe_elect_leaders
 from kafkaops.k8s.kinds import ClaimKey, claim_key, claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
-from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource
+from kafkaops.k8s.topic_status import topic_fields
+from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource, NewPartitions
 from kafkaops.kafka.apis import Api
+from kafkaops.reconcile.actions import CreatePartitions, StepResult, StepState
+from kafkaops.reconcile.observed import ObservedTopic
+from kafkaops.reconcile.outcome import Outcome, State
+from kafkaops.resources.documents import Source
+from kafkaops.resources.models import ClusterRef, KafkaTopic
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 
 from k8s_helpers import CatalogDouble, SecretReaderDouble, body, cluster_body, condition, connect, topic_body
@@ -470,6 +476,29 @@ async def test_topic_status_costs_no_metadata_read_of_its_own(create_topics_vers
     assert (created["partitions"], created["replicationFactor"]) == (3, 2)
     assert (edited["partitions"], edited["replicationFactor"]) == (3, 2)
     assert (grown["partitions"], grown["replicationFactor"]) == (5, 2) == (len(info.partitions), 2)
+
+
+async def test_topic_status_reads_metadata_when_what_was_read_is_out_of_date(reconciler, fake) -> None:
+    """A run that changed the topic's partitions (or replicas) and has no completion poll of it
+    (`led`) must not take the status from the read it planned from: that read is out of date, and
+    the status asks Metadata instead."""
+    assert condition(await reconciler.reconcile(topic_body("grown", 3, 1)), "Ready")["status"] == "True"
+    context = reconciler.clusters.contexts()[0]
+    async with AdminClient.connect(fake.bootstrap) as admin:
+        await admin.create_partitions([NewPartitions("grown", 5)])
+        info = (await admin.metadata(["grown"])).topics["grown"]
+    source = Source(None, 0, "KafkaTopic", "team", "grown")
+    model = KafkaTopic(source, "grown", "team", ClusterRef("main"), "grown", partitions=5, replication_factor=1)
+    before = ObservedTopic("grown", ((0,), (1,), (2,)), topic_id=str(info.topic_id))  # what the plan had read
+    grew = StepResult(CreatePartitions(NewPartitions("grown", 5)), StepState.OK)
+    unchanged = Outcome(source, "KafkaTopic", "grown", State.UNCHANGED)
+    reshaped = Outcome(source, "KafkaTopic", "grown", State.APPLIED, results=(grew,))
+    assert not unchanged.reshaped and reshaped.reshaped and reshaped.led is None
+    # nothing changed: the plan's read is the status (3 partitions, as it was read)
+    assert (await topic_fields(context, model, unchanged, {}, before))["partitions"] == 3
+    # partitions added without a poll of them: Metadata, which has 5
+    fields = await topic_fields(context, model, reshaped, {}, before)
+    assert (fields["partitions"], fields["replicationFactor"], fields["topicId"]) == (5, 1, str(info.topic_id))
 
 
 def test_claim_key_names_its_fields() -> None:

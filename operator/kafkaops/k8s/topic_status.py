@@ -22,18 +22,19 @@ async def topic_fields(context: ClusterContext, model: KafkaTopic, outcome: Outc
     created, led = outcome.created, outcome.led
     if created is not None and created.topic_id is not None and created.partitions > 0 \
             and created.replication_factor > 0:
-        found = {"topicId": str(created.topic_id), "partitions": created.partitions,
-                 "replicationFactor": created.replication_factor}
+        found = _shape(created.topic_id, created.partitions, created.replication_factor)
     elif led is not None:
-        found = {"topicId": str(led.topic_id) if led.topic_id else None, "partitions": len(led.partitions),
-                 "replicationFactor": led.replication_factor}
+        found = _shape(led.topic_id, len(led.partitions), led.replication_factor)
     elif observed is not None and not outcome.reshaped:
-        found = {"topicId": observed.topic_id, "partitions": observed.partitions,
-                 "replicationFactor": observed.replication_factor}
+        found = _shape(observed.topic_id, observed.partitions, observed.replication_factor)
     else:
-        info = await context.engine.batcher.describe_topic(model.topic_name)
-        if info.value is None:
+        info = (await context.engine.batcher.describe_topic(model.topic_name)).value
+        if info is None:
             return fields
-        found = {"topicId": str(info.value.topic_id) if info.value.topic_id else None,
-                 "partitions": len(info.value.partitions), "replicationFactor": info.value.replication_factor}
+        found = _shape(info.topic_id, len(info.partitions), info.replication_factor)
     return {k: v for k, v in {**fields, **found}.items() if v is not None or k == THROTTLE_RECORD}
+
+
+def _shape(topic_id: object, partitions: int, replication_factor: int) -> dict[str, Any]:
+    return {"topicId": str(topic_id) if topic_id else None, "partitions": partitions,
+            "replicationFactor": replication_factor}
