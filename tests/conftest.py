@@ -68,4 +68,3 @@ async def server(request):
     async with FakeClusterDouble(brokers=1, acls_enabled=False, disabled_apis={43, 45, 46}) as cluster:
         host, port = cluster.bootstrap.split(",")[0].rsplit(":", 1)
         yield cluster.bootstrap, host, int(port)
-

@@ -1,26 +1,14 @@
 """The collector policy of the operator and the CLI (cli/collector.py): a storm of
 short-lived-but-promoted objects (kopf's queued events) triggers far fewer full collections, and
-cyclic garbage is still collected."""
+cyclic garbage is still collected. tests/conftest.py puts the interpreter's policy back after each."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 from collections import deque
-from collections.abc import Iterator
-
-import pytest
 
 from kafkaops.cli import collector
-
-
-@pytest.fixture
-def restored() -> Iterator[None]:
-    thresholds = gc.get_threshold()
-    yield
-    gc.set_threshold(*thresholds)
-    gc.unfreeze()
-    gc.collect()
 
 
 def full_collections_during_a_storm(events: int = 150_000, in_flight: int = 8_000) -> int:
@@ -48,7 +36,7 @@ def full_collections_during_a_storm(events: int = 150_000, in_flight: int = 8_00
     return full
 
 
-def test_a_storm_runs_far_fewer_full_collections(restored) -> None:
+def test_a_storm_runs_far_fewer_full_collections() -> None:
     gc.set_threshold(700, 10, 10)  # CPython's defaults
     gc.collect()
     gc.freeze()  # the test process's own heap stays out of both measurements
@@ -61,7 +49,7 @@ def test_a_storm_runs_far_fewer_full_collections(restored) -> None:
     assert after * 3 <= before, f"{after} full collections with the policy, {before} without"
 
 
-def test_cyclic_garbage_is_still_collected(restored) -> None:
+def test_cyclic_garbage_is_still_collected() -> None:
     collector.tune()
 
     class Node:
