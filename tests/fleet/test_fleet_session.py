@@ -1,8 +1,11 @@
-"""The JVM of a large local fleet run runs with the JIT and collector settings session.py chooses."""
+"""The JVM of a local fleet run runs with the JIT, code cache and collector settings session.py chooses."""
 
 from __future__ import annotations
 
-from kafkaops.fleet.session import LARGE_RUN_JAVA
+import subprocess
+from pathlib import Path
+
+from kafkaops.fleet.session import LARGE_RUN_JAVA, SMALL_RUN_JAVA
 
 
 def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> None:
@@ -17,3 +20,16 @@ def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> 
     assert running["Tier4InvocationThreshold"] == "50000"  # ten times HotSpot's 5,000
     assert diagnostics.getVMOption("UseParallelGC").getValue() == "true"
     assert diagnostics.getVMOption("UseG1GC").getValue() == "false"
+
+
+def test_a_small_local_run_has_room_for_its_compiled_code(spark) -> None:
+    # A JVM limited to C1 (the small-input settings) reserves 48 MiB for compiled code unless told
+    # otherwise; a 100,000-topic run filled that and HotSpot disabled its compiler mid-run. Asked of
+    # the same Java that runs Spark here, with the small run's options.
+    java_home = spark.sparkContext._jvm.java.lang.System.getProperty("java.home")  # noqa: SLF001
+    shown = subprocess.run([str(Path(java_home) / "bin" / "java"), *SMALL_RUN_JAVA, "-XX:+PrintFlagsFinal",
+                            "-version"], capture_output=True, text=True, check=True, timeout=60).stdout
+    flags = {line.split()[1]: line.split()[3] for line in shown.splitlines() if line.count("=") == 1
+             and len(line.split()) >= 4}
+    assert flags["TieredStopAtLevel"] == "1"
+    assert int(flags["ReservedCodeCacheSize"]) >= 240 * 1024 * 1024
