@@ -43,12 +43,14 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     in C but calls this Python resolver for every node, which tries its regular expressions on
     every plain scalar (a tenth of loading a fleet's manifests, by py-spy), although the values
     repeat (`3`, `delete`, a cluster's name). The safe loader has no path resolvers, so a plain
-    scalar's tag depends on its text alone and every other node's is its kind's default."""
+    scalar's tag depends on its text alone and every other node's is its kind's default (the
+    resolver is called for every node: mappings and sequences too)."""
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.ScalarNode and implicit[0]:
-            return _plain_scalar_tag(value)
-        return super().resolve(kind, value, implicit)
+        # BaseResolver.resolve without path resolvers, its branches in the order they are taken
+        if kind is yaml.ScalarNode:
+            return _plain_scalar_tag(value) if implicit[0] else _STR_TAG
+        return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         pass  # path resolvers only (none)
@@ -59,6 +61,8 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 assert not _BaseLoader.yaml_path_resolvers, "the loader's resolver shortcuts assume no path resolvers"
 _RESOLVER = yaml.resolver.Resolver()
+_STR_TAG, _MAP_TAG, _SEQ_TAG = (_RESOLVER.DEFAULT_SCALAR_TAG, _RESOLVER.DEFAULT_MAPPING_TAG,
+                                _RESOLVER.DEFAULT_SEQUENCE_TAG)
 
 
 @lru_cache(maxsize=16384)
