@@ -97,6 +97,29 @@ def test_desired_stage_finds_what_kafkaops_validate_finds(spark, tmp_path):
     assert "also at" in duplicate["message"] and "b.yaml[0]" in duplicate["message"]
 
 
+def test_documents_are_kept_in_few_partitions_not_one_per_read_split(spark, tmp_path):
+    """40 files are 10 read splits (4 MB counted per file opened, 16 MB a split); the parsed and
+    the valid documents, scanned by every later query, are kept in two partitions per core (this
+    session: 2 cores), every document still there."""
+    tree = tmp_path / "repo"
+    for i in range(40):
+        write_yaml(tree / f"t{i:02}.yaml", topic(f"t.{i}", cluster="dev"), topic(f"u.{i}", cluster="dev"))
+    assert desired.read_files(spark, [str(tree)]).rdd.getNumPartitions() == 10
+    loaded = desired.load(spark, [str(tree)])
+    assert spark.sparkContext.defaultParallelism == 2
+    assert loaded.docs.rdd.getNumPartitions() == 4
+    assert loaded.valid.rdd.getNumPartitions() == 4
+    assert sorted(r["topic"] for r in rows(loaded.topics)) == sorted(f"{p}.{i}" for i in range(40) for p in "tu")
+    loaded.unpersist()
+
+
+def test_a_large_desired_tree_keeps_a_partition_per_128_mb():
+    assert desired.document_partitions(2, None) == 4
+    assert desired.document_partitions(2, 300 * 2**20) == 4  # the 1,000,000-topic fleet's manifests
+    assert desired.document_partitions(2, 3 * 2**30) == 24  # ten times that: 128 MB each
+    assert desired.document_partitions(64, 3 * 2**30) == 128
+
+
 # --- observed ------------------------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """The desired stage: every manifest under the desired path(s), parsed and validated inside Spark.
 
 1. The files are listed and read by Spark (`*.yaml`/`*.yml`, recursively, any Hadoop path);
-   each file is one row, parsed in a task by documents.parse_files (per-document checks).
+   each file is one row, parsed in a task by documents.parse_files (per-document checks); the
+   documents are kept in few partitions (document_partitions), not one per 16 MB read split.
 2. The checks that need the whole set run as aggregations over the parsed documents:
    duplicates (topic, ACL principal, KafkaUser, quota entity, broker config per cluster; KafkaCluster
    names; kind/namespace/name), unknown clusterRefs (when the tree declares KafkaClusters), allowedNamespaces and
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kafkaops.fleet import hadoopfs
 from kafkaops.fleet.documents import DOC_COLUMNS, parse_files
 from kafkaops.fleet.errors import FleetError
 from kafkaops.resources.kinds import (
@@ -120,10 +122,31 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def parse(spark: SparkSession, files: DataFrame) -> DataFrame:
-    """Parse and check every document, distributed: one row per document (doc_schema)."""
+def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None) -> DataFrame:
+    """Parse and check every document, distributed: one row per document (doc_schema), in at most
+    `partitions` partitions (document_partitions)."""
     rows = files.rdd.mapPartitions(lambda part: parse_files((r[0], r[1]) for r in part))
-    return spark.read.schema(doc_schema()).option("mode", "FAILFAST").json(rows)
+    parsed = spark.read.schema(doc_schema()).option("mode", "FAILFAST").json(rows)
+    return parsed if partitions is None else parsed.coalesce(partitions)
+
+
+# Spark reads the manifests in splits of spark.sql.files.maxPartitionBytes, counting 4 MB more for
+# each file opened: the 1,000,000-topic fleet's 1,120 files (300 MB) are 280 splits. The parsed
+# documents are cached and scanned by some thirty queries (set rules, one filter per kind, the
+# plan's per-cluster lists, orphans, policy, access, the report), and a scan of 280 small
+# partitions is 280 tasks whose scheduling costs more than their work: at 1,000,000 topics such a
+# stage took 3-10 s for 1-4 s of task time, and the plan's union of five of them was 1,432 tasks.
+# So the documents are parsed and kept in two partitions per core, or more for a large input
+# (128 MB of manifests each, Spark's default split), merged from the splits without a shuffle.
+# docs/benchmarks.md has the figures.
+PARTITIONS_PER_CORE = 2
+MANIFEST_BYTES_PER_PARTITION = 128 * 1024 * 1024
+
+
+def document_partitions(cores: int, manifest_bytes: int | None) -> int:
+    """How many partitions the parsed documents are kept in (by coalesce: never more than were read)."""
+    by_size = -(-(manifest_bytes or 0) // MANIFEST_BYTES_PER_PARTITION)
+    return max(1, PARTITIONS_PER_CORE * cores, by_size)
 
 
 # --- rules across documents, as aggregations -----------------------------------------------------------
@@ -316,7 +339,8 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     from pyspark.sql import functions as F
 
     col = F.col
-    docs = parse(spark, read_files(spark, paths)).persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = document_partitions(spark.sparkContext.defaultParallelism, hadoopfs.total_bytes(spark, paths))
+    docs = parse(spark, read_files(spark, paths), partitions).persist(StorageLevel.MEMORY_AND_DISK)
     clusters = [(r["cluster"], r["namespace"]) for r in
                 docs.filter((col("kind") == KAFKA_CLUSTER) & col("cluster").isNotNull())
                 .select("cluster", "namespace").distinct().collect()]

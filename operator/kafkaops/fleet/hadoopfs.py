@@ -1,5 +1,6 @@
 """Small files on any Hadoop-compatible path (file:, hdfs:, s3a:, abfs:, gs: ...) through the
-driver JVM's Hadoop FileSystem: snapshot headers, the policy file, report.html and summary.md.
+driver JVM's Hadoop FileSystem: snapshot headers, the policy file, report.html and summary.md,
+and the size of the desired tree (to choose how many partitions its documents are kept in).
 
 Only the driver uses these, for small files; the big tables are read and written by Spark.
 """
@@ -42,6 +43,19 @@ def list_dirs(spark: SparkSession, path: str) -> list[str]:
     fs, hpath = _fs(spark, path)
     names = [str(status.getPath().getName()) for status in fs.listStatus(hpath) if status.isDirectory()]
     return sorted(n for n in names if not n.startswith((".", "_")))
+
+
+def total_bytes(spark: SparkSession, paths: list[str]) -> int | None:
+    """The size of everything under `paths` (files or directories), or None when a path cannot be
+    measured (missing, no permission): a figure to size partitions by, never a check."""
+    try:
+        total = 0
+        for path in paths:
+            fs, hpath = _fs(spark, path)
+            total += int(fs.getContentSummary(hpath).getLength())
+        return total
+    except Exception:  # noqa: BLE001 - py4j errors of any FileSystem: the caller does without
+        return None
 
 
 def read_bytes(spark: SparkSession, path: str, limit: int = MAX_SMALL_FILE) -> bytes:
