@@ -115,7 +115,7 @@ def test_documents_are_kept_in_few_partitions_not_one_per_read_split(spark, tmp_
 
 def test_a_large_desired_tree_keeps_a_partition_per_128_mb():
     assert desired.document_partitions(2, None) == 4
-    assert desired.document_partitions(2, 300 * 2**20) == 4  # the 1,000,000-topic fleet's manifests
+    assert desired.document_partitions(2, 277 * 10**6) == 4  # the 1,000,000-topic fleet's manifests
     assert desired.document_partitions(2, 3 * 2**30) == 24  # ten times that: 128 MB each
     assert desired.document_partitions(64, 3 * 2**30) == 128
 

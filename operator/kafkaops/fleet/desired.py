@@ -131,7 +131,7 @@ def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None) 
 
 
 # Spark reads the manifests in splits of spark.sql.files.maxPartitionBytes, counting 4 MB more for
-# each file opened: the 1,000,000-topic fleet's 1,120 files (300 MB) are 280 splits. The parsed
+# each file opened: the 1,000,000-topic fleet's 1,120 files (277 MB) are 280 splits. The parsed
 # documents are cached and scanned by some thirty queries (set rules, one filter per kind, the
 # plan's per-cluster lists, orphans, policy, access, the report), and a scan of 280 small
 # partitions is 280 tasks whose scheduling costs more than their work: at 1,000,000 topics such a

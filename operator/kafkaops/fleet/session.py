@@ -34,9 +34,9 @@ DEFAULT_DRIVER_MEMORY = "4g"
 # compiles with C1 only and collects garbage in one thread (C2 and parallel GC threads compete for
 # the cores during a run this short). docs/benchmarks.md has the figures. A JVM limited to C1 reserves
 # only 48 MiB for compiled code (240 MiB otherwise): a 100,000-topic run (30 MB of manifests, small
-# by this measure) filled it during its report stage, and HotSpot then printed "CodeCache is full.
-# Compiler has been disabled" on the user's console and ran the rest interpreted (report stage 11-12 s
-# against 8 s with room).
+# by this measure) filled it during its report stage; HotSpot flushed most compiled methods and
+# compiled them again (report stage 10-12 s against 8 s with room), and in one run disabled its
+# compiler, printing "CodeCache is full. Compiler has been disabled" on the user's console.
 SMALL_INPUT_BYTES = 32 * 1024 * 1024
 SMALL_RUN = {
     "spark.sql.shuffle.partitions": "1",
