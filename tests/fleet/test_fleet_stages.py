@@ -113,11 +113,17 @@ def test_documents_are_kept_in_few_partitions_not_one_per_read_split(spark, tmp_
     loaded.unpersist()
 
 
-def test_a_large_desired_tree_keeps_a_partition_per_128_mb():
-    assert desired.document_partitions(2, None) == 4
-    assert desired.document_partitions(2, 277 * 10**6) == 4  # the 1,000,000-topic fleet's manifests
-    assert desired.document_partitions(2, 3 * 2**30) == 24  # ten times that: 128 MB each
-    assert desired.document_partitions(64, 3 * 2**30) == 128
+def test_a_large_desired_tree_keeps_a_partition_per_128_mb_and_a_cluster_keeps_sparks_splits():
+    assert desired.document_partitions("local[2]", 2, lambda: None) == 4
+    assert desired.document_partitions("local[*]", 2, lambda: 277 * 10**6) == 4  # the million-topic fleet
+    assert desired.document_partitions("local[*]", 2, lambda: 3 * 2**30) == 24  # ten times that: 128 MB each
+    assert desired.document_partitions("local[64]", 64, lambda: 3 * 2**30) == 128
+
+    def unasked() -> int:
+        raise AssertionError("a cluster's run measures no manifests")
+
+    assert desired.document_partitions("yarn", 2, unasked) is None
+    assert desired.document_partitions("spark://master:7077", 200, unasked) is None
 
 
 # --- observed ------------------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The desired stage: every manifest under the desired path(s), parsed and validated inside Spark.
 
 1. The files are listed and read by Spark (`*.yaml`/`*.yml`, recursively, any Hadoop path);
-   each file is one row, parsed in a task by documents.parse_files (per-document checks); the
-   documents are kept in few partitions (document_partitions), not one per 16 MB read split.
+   each file is one row, parsed in a task by documents.parse_files (per-document checks); a
+   local run keeps the documents in few partitions (document_partitions), not one per read split.
 2. The checks that need the whole set run as aggregations over the parsed documents:
    duplicates (topic, ACL principal, KafkaUser, quota entity, broker config per cluster; KafkaCluster
    names; kind/namespace/name), unknown clusterRefs (when the tree declares KafkaClusters), allowedNamespaces and
@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -136,16 +137,21 @@ def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None) 
 # plan's per-cluster lists, orphans, policy, access, the report), and a scan of 280 small
 # partitions is 280 tasks whose scheduling costs more than their work: at 1,000,000 topics such a
 # stage took 3-10 s for 1-4 s of task time, and the plan's union of five of them was 1,432 tasks.
-# So the documents are parsed and kept in two partitions per core, or more for a large input
-# (128 MB of manifests each, Spark's default split), merged from the splits without a shuffle.
-# docs/benchmarks.md has the figures.
+# So in a local run the documents are parsed and kept in two partitions per core, or more for a
+# large input (128 MB of manifests each, Spark's default split), merged from the splits without a
+# shuffle. docs/benchmarks.md has the figures. A cluster (--master, spark-submit) keeps Spark's
+# splits: its executors may still be coming (dynamic allocation: defaultParallelism counts the
+# cores registered so far), and it has cores to spread small tasks over.
 PARTITIONS_PER_CORE = 2
 MANIFEST_BYTES_PER_PARTITION = 128 * 1024 * 1024
 
 
-def document_partitions(cores: int, manifest_bytes: int | None) -> int:
-    """How many partitions the parsed documents are kept in (by coalesce: never more than were read)."""
-    by_size = -(-(manifest_bytes or 0) // MANIFEST_BYTES_PER_PARTITION)
+def document_partitions(master: str, cores: int, manifest_bytes: Callable[[], int | None]) -> int | None:
+    """How many partitions the parsed documents are kept in (by coalesce: never more than were
+    read); None on a cluster (Spark's splits). `manifest_bytes` is asked in a local run only."""
+    if not master.startswith("local"):
+        return None
+    by_size = -(-(manifest_bytes() or 0) // MANIFEST_BYTES_PER_PARTITION)
     return max(1, PARTITIONS_PER_CORE * cores, by_size)
 
 
@@ -339,7 +345,8 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     from pyspark.sql import functions as F
 
     col = F.col
-    partitions = document_partitions(spark.sparkContext.defaultParallelism, hadoopfs.total_bytes(spark, paths))
+    sc = spark.sparkContext
+    partitions = document_partitions(sc.master, sc.defaultParallelism, lambda: hadoopfs.total_bytes(spark, paths))
     docs = parse(spark, read_files(spark, paths), partitions).persist(StorageLevel.MEMORY_AND_DISK)
     clusters = [(r["cluster"], r["namespace"]) for r in
                 docs.filter((col("kind") == KAFKA_CLUSTER) & col("cluster").isNotNull())
