@@ -4,7 +4,7 @@
 that make them up, so a figure can be tied to a piece of code:
 
     parse      the per-file Python parsing alone (an RDD count: no JSON read in the JVM)
-    docs       parsing + the JVM's reading of the rows (desired.parse, counted)
+    docs       parsing + the JVM's reading of the rows (desired.parse, in desired.load's partitions, counted)
     desired    desired.load: set rules (issues) and the cached valid documents
     settled    plan.settled_topics alone
     plan       plan.run in two parts: building it (which materializes the settled set and the
@@ -57,7 +57,8 @@ def main() -> None:
         rows = files.rdd.mapPartitions(lambda part: parse_files((r[0], r[1]) for r in part))
         timed("parse (Python only)", rows.count)
     if "docs" in steps:
-        docs = desired_stage.parse(spark, files).persist(StorageLevel.MEMORY_AND_DISK)
+        docs = desired_stage.parse(spark, files, desired_stage.kept_partitions(spark, [repo])).persist(
+            StorageLevel.MEMORY_AND_DISK)  # kept as desired.load keeps them
         timed("docs (parse + JSON rows read by the JVM, cached)", docs.count)
         docs.unpersist()
     if not {"desired", "settled", "plan"} & set(steps):

@@ -146,6 +146,12 @@ PARTITIONS_PER_CORE = 2
 MANIFEST_BYTES_PER_PARTITION = 128 * 1024 * 1024
 
 
+def kept_partitions(spark: SparkSession, paths: list[str]) -> int | None:
+    """document_partitions for this session and the manifests under `paths`."""
+    sc = spark.sparkContext
+    return document_partitions(sc.master, sc.defaultParallelism, lambda: hadoopfs.total_bytes(spark, paths))
+
+
 def document_partitions(master: str, cores: int, manifest_bytes: Callable[[], int | None]) -> int | None:
     """How many partitions the parsed documents are kept in (by coalesce: never more than were
     read); None on a cluster (Spark's splits). `manifest_bytes` is asked in a local run only."""
@@ -345,9 +351,8 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     from pyspark.sql import functions as F
 
     col = F.col
-    sc = spark.sparkContext
-    partitions = document_partitions(sc.master, sc.defaultParallelism, lambda: hadoopfs.total_bytes(spark, paths))
-    docs = parse(spark, read_files(spark, paths), partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    docs = parse(spark, read_files(spark, paths), kept_partitions(spark, paths)).persist(
+        StorageLevel.MEMORY_AND_DISK)
     clusters = [(r["cluster"], r["namespace"]) for r in
                 docs.filter((col("kind") == KAFKA_CLUSTER) & col("cluster").isNotNull())
                 .select("cluster", "namespace").distinct().collect()]
