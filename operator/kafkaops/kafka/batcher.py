@@ -129,7 +129,7 @@ class _Lane(Generic[K, V, R]):
         """Like `submit_many`, but each item answers on its own: its result, or the exception its
         request failed with (items over the record budget go in several requests). `on_answer(i)`
         is called as the i-th item's answer is taken (in order: batch by batch)."""
-        futures = [self._enqueue(key, value) for key, value in items]
+        futures = self._enqueue_each(items)
         out: list[ItemResult[R] | Exception] = []
         try:
             for future in futures:  # awaiting a done future does not suspend: one wake-up per batch
@@ -146,28 +146,47 @@ class _Lane(Generic[K, V, R]):
         return out
 
     def _enqueue(self, key: K, value: V) -> asyncio.Future[ItemResult[R]]:
-        future: asyncio.Future[ItemResult[R]] = asyncio.get_running_loop().create_future()
-        waiting = self._queue.pop(key, None)
-        cost = self._cost(value)
-        if waiting is None:
-            if self._queue and self._queued_records + cost > self._budget:
-                # the window is full without this item: send it as it is, so a request never holds
-                # more than the budget (the admin client would split it, and the leftover item would
-                # go alone: 5,000 new topics took five CreateTopics where four hold them)
+        return self._enqueue_each(((key, value),))[0]
+
+    def _enqueue_each(self, items: Iterable[tuple[K, V]]) -> list[asyncio.Future[ItemResult[R]]]:
+        """Queue each item in turn, as if submitted one by one: the window is scheduled once, after
+        the last (the same window: it is the same loop pass), and the record budget is checked
+        item by item. A whole phase of the CLI (5,000 creates, then 5,000 describes) comes here."""
+        loop = asyncio.get_running_loop()
+        queue, cost_of, budget = self._queue, self._cost, self._budget
+        futures: list[asyncio.Future[ItemResult[R]]] = []
+        flushed = False
+        for key, value in items:
+            future: asyncio.Future[ItemResult[R]] = loop.create_future()
+            waiting = queue.pop(key, None)
+            cost = cost_of(value)
+            if waiting is None:
+                if queue and self._queued_records + cost > budget:
+                    # the window is full without this item: send it as it is, so a request never holds
+                    # more than the budget (the admin client would split it, and the leftover item would
+                    # go alone: 5,000 new topics took five CreateTopics where four hold them)
+                    self._note_depth(len(queue))
+                    self._flush()
+                waiting = _Waiting(value)
+            else:
+                self._queued_records -= cost_of(waiting.value)
+                waiting.value = value  # last one wins
+            waiting.futures.append(future)
+            queue[key] = waiting
+            self._queued_records += cost
+            futures.append(future)
+            flushed = self._queued_records >= budget
+            if flushed:
+                self._note_depth(len(queue))
                 self._flush()
-            waiting = _Waiting(value)
-        else:
-            self._queued_records -= self._cost(waiting.value)
-            waiting.value = value  # last one wins
-        waiting.futures.append(future)
-        self._queue[key] = waiting
-        self._queued_records += cost
-        self.stats.max_queue_depth = max(self.stats.max_queue_depth, len(self._queue))
-        if self._queued_records >= self._budget:
-            self._flush()
-        else:
+        self._note_depth(len(queue))
+        if futures and not flushed:
             self._schedule()
-        return future
+        return futures
+
+    def _note_depth(self, depth: int) -> None:
+        if depth > self.stats.max_queue_depth:
+            self.stats.max_queue_depth = depth
 
     def _gap(self, now: float) -> float:
         """How long the window waits for the next item: `linger`, or during a storm (the last

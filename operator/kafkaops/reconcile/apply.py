@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafkaops.kafka import Batcher, CreatedTopic, ItemResult, KafkaError, ScramDeletion, ScramUpsertion, scram_upsertion
@@ -49,21 +49,21 @@ class Applied:
     plan: ResourcePlan
     results: tuple[StepResult, ...] = ()
     problem: Problem | None = None
+    # The steps Kafka accepted: read by the wait, the ownership and the outcome, so kept once.
+    done: tuple[Step, ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def done(self) -> tuple[Step, ...]:
-        """The steps Kafka accepted."""
-        return tuple(r.step for r in self.results if r.state is StepState.OK)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "done", tuple([r.step for r in self.results if r.state is StepState.OK]))
 
     @property
     def notes(self) -> tuple[str, ...]:
-        return tuple(f"{describe_step(r.step)}: {r.note}" for r in self.results if r.state is StepState.SKIPPED)
+        return tuple([f"{describe_step(r.step)}: {r.note}" for r in self.results if r.state is StepState.SKIPPED])
 
     @property
     def deferred(self) -> tuple[ChangeReplicas, ...]:
         """Replica changes: one reassignment run per cluster, after the rest."""
-        return tuple(r.step for r in self.results
-                     if r.state is StepState.DEFERRED and isinstance(r.step, ChangeReplicas))
+        return tuple([r.step for r in self.results
+                      if r.state is StepState.DEFERRED and isinstance(r.step, ChangeReplicas)])
 
 
 def describe_step(step: Step) -> str:

@@ -210,24 +210,24 @@ def _sent(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]
     return {api: n - before.get(api, 0) for api, n in after.items() if n != before.get(api, 0)}
 
 
-def _outcome(resource: ResourcePlan, applied: Applied | None, waited: object, validate_only: bool,
+def _outcome(resource: ResourcePlan, applied: Applied | None, waited: Problem | None, validate_only: bool,
              led: TopicInfo | None = None) -> Outcome:
+    src, kind, name, action, changes = resource.source, resource.kind, resource.name, resource.action, resource.changes
     if applied is None:  # nothing to do
-        return Outcome(resource.source, resource.kind, resource.name, State.UNCHANGED, resource.action, resource.changes)
-    base = dict(source=resource.source, kind=resource.kind, name=resource.name, action=resource.action,
-                changes=resource.changes, results=applied.results)
-    notes = applied.notes
+        return Outcome(src, kind, name, State.UNCHANGED, action, changes)
+    # positional, in Outcome's field order (keyword arguments cost a frozen dataclass twice as much)
+    notes, results = applied.notes, applied.results
     if applied.problem is not None:
         if applied.done:
             notes = notes + (f"{len(applied.done)} of {len(resource.steps)} step(s) were applied before it stopped",)
-        return Outcome(state=State.FAILED, problem=applied.problem, notes=notes, **base)  # type: ignore[arg-type]
-    if resource.action is Action.NONE:
-        return Outcome(state=State.UNCHANGED, notes=notes, **base)  # type: ignore[arg-type]
+        return Outcome(src, kind, name, State.FAILED, action, changes, applied.problem, notes, results)
+    if action is Action.NONE:
+        return Outcome(src, kind, name, State.UNCHANGED, action, changes, None, notes, results)
     if validate_only:
-        return Outcome(state=State.VALIDATED, notes=notes, **base)  # type: ignore[arg-type]
+        return Outcome(src, kind, name, State.VALIDATED, action, changes, None, notes, results)
     if waited is not None:
-        return Outcome(state=State.FAILED, problem=waited, notes=notes, **base)  # type: ignore[arg-type]
-    return Outcome(state=State.APPLIED, notes=notes, led=led, **base)  # type: ignore[arg-type]
+        return Outcome(src, kind, name, State.FAILED, action, changes, waited, notes, results)
+    return Outcome(src, kind, name, State.APPLIED, action, changes, None, notes, results, led)
 
 
 def ownership_changes(old: Ownership, applied: list[Applied]) -> dict[str, Mapping[str, str | None] | None]:
@@ -239,24 +239,24 @@ def ownership_changes(old: Ownership, applied: list[Applied]) -> dict[str, Mappi
         resource = item.plan
         if resource.owner is None or (resource.problem is not None):
             continue
-        if any(isinstance(step, DeleteTopic) for step in item.done):
+        done = item.done
+        if any([isinstance(step, DeleteTopic) for step in done]):
             changes[resource.owner] = None
             continue
         if resource.owned_keys is None:
             continue
         previous = old.owners.get(resource.owner, {})
-        values_set: dict[str, str] = {}
-        for step in item.done:
-            if isinstance(step, CreateTopic):
-                values_set.update(step.topic.configs)
-            elif isinstance(step, AlterConfigs):
-                values_set.update({op.name: op.value for op in step.ops if op.op is AlterOp.SET and op.value is not None})
-        entry: dict[str, str | None] = {}
-        for key in resource.owned_keys:
-            if is_sensitive(key):
+        entry: dict[str, str | None] = dict.fromkeys(resource.owned_keys)
+        sensitive = [key for key in entry if is_sensitive(key)]
+        if sensitive:
+            values_set: dict[str, str] = {}
+            for step in done:
+                if isinstance(step, CreateTopic):
+                    values_set.update(step.topic.configs)
+                elif isinstance(step, AlterConfigs):
+                    values_set.update({op.name: op.value for op in step.ops if op.op is AlterOp.SET and op.value is not None})
+            for key in sensitive:
                 entry[key] = fingerprint(values_set[key]) if key in values_set else previous.get(key)
-            else:
-                entry[key] = None
         if item.problem is not None:  # stopped midway: resets not done are still ours to do
             for key, value in previous.items():
                 entry.setdefault(key, value)

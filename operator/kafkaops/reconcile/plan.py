@@ -91,13 +91,15 @@ def plan(
 
 
 def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership) -> ResourcePlan:
-    current = observed.topic(topic.topic_name)
-    base = ResourcePlan(topic.source, KAFKA_TOPIC, topic.topic_name, Action.NONE,
-                        owner=topic_owner(topic.topic_name), owned_keys=frozenset(topic.config))
-    if (error := observed.topic_errors.get(topic.topic_name)) is not None:
-        return _with(base, problem=Problem(error.name, f"cannot read topic {topic.topic_name!r}"
+    name = topic.topic_name
+    current = observed.topics.get(name)
+    # positional: keyword arguments cost a frozen dataclass twice as much (5,000 topics, 5,000 times)
+    base = ResourcePlan(topic.source, KAFKA_TOPIC, name, Action.NONE, (), (), None, topic_owner(name),
+                        frozenset(topic.config.keys()))
+    if (error := observed.topic_errors.get(name)) is not None:
+        return _with(base, problem=Problem(error.name, f"cannot read topic {name!r}"
                                            + (f": {error.message}" if error.message else ""), error.retriable))
-    if problem := _placement_problem(topic, observed):
+    if observed.brokers and (problem := _placement_problem(topic, observed)):
         return _with(base, problem=problem)
     if current is None:
         return _plan_create(topic, base)
@@ -155,21 +157,23 @@ def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership)
 
 
 def _plan_create(topic: KafkaTopic, base: ResourcePlan) -> ResourcePlan:
+    assignment = topic.replica_assignment
+    config = dict(topic.config.items())
     new = NewTopic(
         topic.topic_name,
-        -1 if topic.replica_assignment or topic.partitions is None else topic.partitions,
-        -1 if topic.replica_assignment or topic.replication_factor is None else topic.replication_factor,
-        dict(topic.config),
-        topic.replica_assignment,
+        -1 if assignment or topic.partitions is None else topic.partitions,
+        -1 if assignment or topic.replication_factor is None else topic.replication_factor,
+        config,
+        assignment,
     )
     changes = [FieldChange("topic", None, topic.topic_name)]
-    if topic.replica_assignment:
-        changes.append(FieldChange("replicaAssignment", None, _assignment_text(topic.replica_assignment)))
+    if assignment:
+        changes.append(FieldChange("replicaAssignment", None, _assignment_text(assignment)))
     else:
         changes.append(FieldChange("partitions", None, str(topic.partitions) if topic.partitions else "(broker default)"))
         changes.append(FieldChange("replicationFactor", None,
                                    str(topic.replication_factor) if topic.replication_factor else "(broker default)"))
-    changes.extend(FieldChange(f"config.{k}", None, v, is_sensitive(k)) for k, v in sorted(topic.config.items()))
+    changes += [FieldChange(f"config.{k}", None, config[k], is_sensitive(k)) for k in sorted(config)]
     return _with(base, action=Action.CREATE, changes=tuple(changes), steps=(CreateTopic(new),))
 
 

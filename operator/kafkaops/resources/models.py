@@ -13,7 +13,7 @@ config values normalised to strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -61,6 +61,16 @@ class FrozenDict(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # the dict's own views (read-only) instead of the Mapping mixin's, which look every key up again
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, str]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[str]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         if self._hash is None:
