@@ -2,6 +2,8 @@
 
 import asyncio
 
+import pytest
+
 from kafkaops.kafka.batcher import _Lane
 from kafkaops.kafka.errors import KafkaError, UnsupportedFeature
 from kafkaops.kafka.models import ItemResult
@@ -200,3 +202,40 @@ async def test_submit_each_answers_batch_by_batch_in_order():
     release.set()
     results = await asyncio.wait_for(task, timeout=5)
     assert answered == list(range(8)) and [r.value for r in results] == list(range(8))
+
+
+async def _until_sent(send: RecordingSendDouble) -> None:
+    while not send.batches:
+        await asyncio.sleep(0.005)
+
+
+async def test_a_batch_whose_items_fail_midway_still_sends_those_queued_before():
+    """A batch is queued in one pass and its window scheduled after the last item: an item that
+    raises (the caller's generator) must not leave the earlier ones queued with no window."""
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, lambda v: 1, linger=0.01, budget=10_000)
+
+    def items():
+        yield "a", 1
+        yield "b", 2
+        raise RuntimeError("the caller's generator broke")
+
+    with pytest.raises(RuntimeError):
+        await lane.submit_many(items())
+    await asyncio.wait_for(_until_sent(send), timeout=5)
+    assert send.batches == [[("a", 1), ("b", 2)]]
+
+
+async def test_an_item_that_cannot_be_costed_leaves_the_queued_one_of_its_key():
+    def cost(value: int) -> int:
+        if value < 0:
+            raise ValueError("no size for a negative value")
+        return 1
+
+    send = RecordingSendDouble()
+    lane = _Lane("test", send, cost, linger=0.01, budget=10_000)
+    first = asyncio.ensure_future(lane.submit("k", 1))
+    await asyncio.sleep(0)  # queued
+    with pytest.raises(ValueError):
+        await lane.submit("k", -1)
+    assert await asyncio.wait_for(first, timeout=5) == ItemResult(10)

@@ -156,32 +156,34 @@ class _Lane(Generic[K, V, R]):
         queue, cost_of, budget = self._queue, self._cost, self._budget
         futures: list[asyncio.Future[ItemResult[R]]] = []
         flushed = False
-        for key, value in items:
-            future: asyncio.Future[ItemResult[R]] = loop.create_future()
-            waiting = queue.pop(key, None)
-            cost = cost_of(value)
-            if waiting is None:
-                if queue and self._queued_records + cost > budget:
-                    # the window is full without this item: send it as it is, so a request never holds
-                    # more than the budget (the admin client would split it, and the leftover item would
-                    # go alone: 5,000 new topics took five CreateTopics where four hold them)
+        try:  # a failing item (its generator raised) leaves those before it queued and scheduled
+            for key, value in items:
+                cost = cost_of(value)
+                future: asyncio.Future[ItemResult[R]] = loop.create_future()
+                waiting = queue.pop(key, None)
+                if waiting is None:
+                    if queue and self._queued_records + cost > budget:
+                        # the window is full without this item: send it as it is, so a request never holds
+                        # more than the budget (the admin client would split it, and the leftover item would
+                        # go alone: 5,000 new topics took five CreateTopics where four hold them)
+                        self._note_depth(len(queue))
+                        self._flush()
+                    waiting = _Waiting(value)
+                else:
+                    self._queued_records -= cost_of(waiting.value)
+                    waiting.value = value  # last one wins
+                waiting.futures.append(future)
+                queue[key] = waiting
+                self._queued_records += cost
+                futures.append(future)
+                flushed = self._queued_records >= budget
+                if flushed:
                     self._note_depth(len(queue))
                     self._flush()
-                waiting = _Waiting(value)
-            else:
-                self._queued_records -= cost_of(waiting.value)
-                waiting.value = value  # last one wins
-            waiting.futures.append(future)
-            queue[key] = waiting
-            self._queued_records += cost
-            futures.append(future)
-            flushed = self._queued_records >= budget
-            if flushed:
-                self._note_depth(len(queue))
-                self._flush()
-        self._note_depth(len(queue))
-        if futures and not flushed:
-            self._schedule()
+        finally:
+            self._note_depth(len(queue))
+            if futures and not flushed:
+                self._schedule()
         return futures
 
     def _note_depth(self, depth: int) -> None:
