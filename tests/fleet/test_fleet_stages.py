@@ -364,6 +364,26 @@ def test_access_stage_expands_patterns_without_a_cross_product(small):
     assert "CartesianProduct" not in plan_text and "NestedLoopJoin" not in plan_text
 
 
+def test_top_principals_count_each_effective_topic_once(small):
+    _, o = small
+    granted = access.run(o.topics, o.acls)
+    every = rows(granted)
+    assert len({(r["cluster"], r["principal"], r["topic"], r["access"]) for r in every}) == len(every)  # what it counts on
+    expected = {}
+    for r in every:
+        if r["effective"]:
+            read, write, clusters = expected.get(r["principal"], (0, 0, set()))
+            expected[r["principal"]] = (read + (r["access"] == "read"), write + (r["access"] == "write"),
+                                        clusters | {r["cluster"]})
+    top = rows(access.top_principals(granted, 15))
+    assert {r["principal"]: (r["read"], r["write"], set(r["clusters"])) for r in top} == expected
+    assert [(r["read"] + r["write"], r["principal"]) for r in top] == sorted(
+        ((r["read"] + r["write"], r["principal"]) for r in top), key=lambda x: (-x[0], x[1]))
+    assert [r["principal"] for r in top] == ["User:*", "User:etl", "User:app"]
+    assert expected["User:etl"] == (2, 1, {"c1"})  # pre.other's Write is denied from every host: not counted
+    assert [r["principal"] for r in rows(access.top_principals(granted, 1))] == [top[0]["principal"]]
+
+
 # --- policy --------------------------------------------------------------------------------------------------------
 
 

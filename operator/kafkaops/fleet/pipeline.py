@@ -323,13 +323,7 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     per_broker = (brokers.join(replicas, ["cluster", "broker"], "full").join(leaders, ["cluster", "broker"], "left")
                   .fillna(0, ["replicas", "leaders"]))
     data.brokers = [r.asDict() for r in per_broker.collect()]  # brokers of the fleet: hundreds of rows
-    effective = access_out.filter(col("effective"))
-    data.principals = _rows(
-        effective.groupBy("principal").agg(
-            F.countDistinct(F.when(col("access") == "read", F.concat_ws("/", "cluster", "topic"))).alias("read"),
-            F.countDistinct(F.when(col("access") == "write", F.concat_ws("/", "cluster", "topic"))).alias("write"),
-            F.array_sort(F.collect_set("cluster")).alias("clusters"))
-        .orderBy((col("read") + col("write")).desc(), col("principal")), 15)
+    data.principals = _rows(access.top_principals(access_out, 15), 15)
     data.tables, merged = findings.collect(spark, paths, desired)
     data.totals = {"plan": changes + refused, "drift": sum(drift_counts.values()),
                    "orphans": sum(orphan_counts.values()), "policy": merged["policy"],
