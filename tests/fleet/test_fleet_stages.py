@@ -265,6 +265,7 @@ def shapes(spark, tmp_path_factory):
                 topic("source", config={"retention.ms": "1000"}),
                 topic("hidden", config={"retention.ms": "1000"}),
                 topic("extra.key", config={"retention.ms": "1000", "segment.ms": "5"}),
+                topic("twice", config={"retention.ms": "1000"}),
                 topic("parts", partitions=4), topic("rf", rf=2), topic("rf3", rf=3),
                 topic("assigned", partitions=None, rf=None, replicaAssignment=[[0, 1], [1, 0], [0, 1]]),
                 topic("absent")]
@@ -275,6 +276,8 @@ def shapes(spark, tmp_path_factory):
         SnapTopic("source", other_configs=[("retention.ms", "1000", "STATIC_BROKER_CONFIG")]),
         SnapTopic("hidden", configs={"retention.ms": "1000"}, sensitive={"retention.ms"}),
         SnapTopic("extra.key", configs={"retention.ms": "1000"}),
+        # a snapshot holding two rows of one key (not what Kafka answers): the other one is not an override
+        SnapTopic("twice", configs={"retention.ms": "1000"}, other_configs=[("retention.ms", "1000", "STATIC_BROKER_CONFIG")]),
         SnapTopic("parts"), SnapTopic("rf"), SnapTopic("rf3", rf=3), SnapTopic("assigned", rf=2),
     ], brokers=(0, 1, 2))
     return desired.load(spark, [str(root / "repo")]), observed.load(spark, str(root / "snaps"))
@@ -292,7 +295,7 @@ def test_settled_topics_are_exactly_those_the_planner_leaves_alone(shapes):
     (row,) = plan.cluster_rows(d, o).collect()
     decoded = plan.decode_row(row.asDict())
     assert sorted(t["topic"] for t in decoded["d_topics"]) == sorted(
-        ["value", "source", "hidden", "extra.key", "parts", "rf", "assigned", "absent"])
+        ["value", "source", "hidden", "extra.key", "twice", "parts", "rf", "assigned", "absent"])
     out = list(plan.plan_cluster(decoded, headers, False, DEFAULT_PROTECTED_TOPICS))
     named = {r[3] for r in out if isinstance(r, tuple) and r[0] == "resource"}
     assert named >= {"value", "source", "extra.key", "parts", "rf", "absent"}
