@@ -25,6 +25,10 @@ Spark: `kafkaops validate`'s load_and_validate, the snapshot tables read with py
 cluster the same plan() plus orphans, drift of topics, and access by a prefix dictionary.
 
     .venv/bin/python bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
+    .venv/bin/python bench/fleet_bench.py --sizes 300000 --clusters 1 --new --baseline ""
+
+The second form is one new cluster: every declared topic missing from its snapshot, so nothing
+is settled and the whole cluster reaches the planner (split into tasks: `--plan-task-topics`).
 
 Generated fleets are kept under --work (default /tmp/kafkaops-fleet-bench) and reused.
 Not a test: numbers vary with the machine; the figures measured are in docs/benchmarks.md.
@@ -110,8 +114,9 @@ def principal_bindings(cluster: str, p: int, per_cluster: int) -> tuple[str, lis
     return doc, bindings
 
 
-def generate(root: Path, total_topics: int, seed: int = 7) -> dict:
-    """Write repo/, snapshots/ and policy.yaml under root; returns counts."""
+def generate(root: Path, total_topics: int, seed: int = 7, clusters: int = CLUSTERS, new: bool = False) -> dict:
+    """Write repo/, snapshots/ and policy.yaml under root; returns counts. `new`: no declared topic
+    is in any snapshot (new clusters: every topic a create, no other injected difference)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -123,11 +128,11 @@ def generate(root: Path, total_topics: int, seed: int = 7) -> dict:
         from fleet_helpers import SCHEMAS  # type: ignore[no-redef]
 
     rng = random.Random(seed)
-    per_cluster = total_topics // CLUSTERS
-    principals = max(1, total_topics // 5 // BINDINGS_PER_PRINCIPAL // CLUSTERS)
+    per_cluster = total_topics // clusters
+    principals = max(1, total_topics // 5 // BINDINGS_PER_PRINCIPAL // clusters)
     counts: dict[str, int] = defaultdict(int)
     repo, snaps = root / "repo", root / "snapshots"
-    for c in range(CLUSTERS):
+    for c in range(clusters):
         cluster = f"kc{c:02d}"
         folder = repo / "clusters" / cluster
         (folder / "topics").mkdir(parents=True, exist_ok=True)
@@ -169,7 +174,9 @@ def generate(root: Path, total_topics: int, seed: int = 7) -> dict:
             chunk.append(topic_yaml(cluster, name, parts, retention, min_isr))
             counts["desired_topics"] += 1
             roll = rng.random()
-            if roll < 0.01:
+            if new:
+                counts["new_topics"] += 1
+            elif roll < 0.01:
                 counts["injected_missing"] += 1
             elif roll < 0.03:
                 observe(name, parts, 3, retention + 1000, min_isr)
@@ -243,13 +250,14 @@ def generate(root: Path, total_topics: int, seed: int = 7) -> dict:
     return dict(counts)
 
 
-def fleet_for(work: Path, size: int) -> tuple[Path, dict]:
-    root = work / f"fleet-{size}"
+def fleet_for(work: Path, size: int, clusters: int = CLUSTERS, new: bool = False) -> tuple[Path, dict]:
+    shape = "" if (clusters, new) == (CLUSTERS, False) else f"-c{clusters}" + ("-new" if new else "")
+    root = work / f"fleet-{size}{shape}"
     if (root / "counts.json").exists():
         return root, json.loads((root / "counts.json").read_text())
     shutil.rmtree(root, ignore_errors=True)
     started = time.monotonic()
-    counts = generate(root, size)
+    counts = generate(root, size, clusters=clusters, new=new)
     print(f"generated {size:,} topics in {time.monotonic() - started:.0f} s: {root}", file=sys.stderr)
     return root, counts
 
@@ -472,6 +480,9 @@ def main() -> None:
     parser.add_argument("--work", default="/tmp/kafkaops-fleet-bench", help="where fleets are generated and kept")
     parser.add_argument("--master", default=None, help="Spark master (default local[*])")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--clusters", type=int, default=CLUSTERS, help="clusters the topics are spread over")
+    parser.add_argument("--new", action="store_true",
+                        help="no declared topic in any snapshot (new clusters: every topic a create)")
     parser.add_argument("--baseline-run", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_run:
@@ -483,7 +494,7 @@ def main() -> None:
     baseline_sizes = {int(s) for s in args.baseline.split(",") if s}
     results = []
     for size in sizes:
-        root, counts = fleet_for(work, size)
+        root, counts = fleet_for(work, size, args.clusters, args.new)
         out = root / "out"
         argv = [sys.executable, "-m", "kafkaops", "fleet", "plan", "-f", str(root / "repo"), "--observed",
                 str(root / "snapshots"), "--output-dir", str(out), "--policy", str(root / "policy.yaml"),
