@@ -111,6 +111,14 @@ def test_missing_required_options_are_usage_errors(inputs):
     assert result.returncode == 1 and "Missing option '--output-dir'" in result.stderr
 
 
+def test_plan_task_topics_must_be_a_positive_number(inputs):
+    result, _ = _kafkaops("fleet", "plan", "-f", str(inputs["repo"]), "--observed", str(inputs["snaps"]),
+                          "--output-dir", str(inputs["out"]), "--plan-task-topics", "0")
+    assert result.returncode == 1
+    assert "Invalid value for '--plan-task-topics': 0 is not a positive number of topics" in result.stderr
+    assert not inputs["out"].exists()
+
+
 def test_preflight_answers_the_policy_and_the_input_size(inputs):
     checked = preflight.check([str(inputs["repo"])], str(inputs["snaps"]), str(inputs["policy"]), str(inputs["out"]))
     assert checked.policy is not None and checked.policy.thresholds == {"maxPartitions": 100}

@@ -8,10 +8,11 @@ ACLs and broker configs, a refused partition decrease; KafkaUsers with a new mec
 iterations, changed quotas and inline ACLs, a new user, changed and new KafkaClientQuotas) by both
 `kafkaops fleet plan` and `kafkaops plan --output json` per cluster (given the passwords of exactly
 the users whose credential must be written: the fleet sees no password, so it plans those and
-keeps the rest). The users' passwords must appear nowhere: not in the snapshots, the datasets,
-the report, the summary or the output. The fleet run also gets bad input: an unparseable
-manifest, an invalid one, and a snapshot of an unknown format version; it must name them and
-still plan everything else.
+keeps the rest), with each cluster's planning split into tasks of three declared topics (as a
+cluster with more than `--plan-task-topics` topics to plan is). The users' passwords must appear
+nowhere: not in the snapshots, the datasets, the report, the summary or the output. The fleet run
+also gets bad input: an unparseable manifest, an invalid one, and a snapshot of an unknown format
+version; it must name them and still plan everything else.
 
 The pipeline runs once (module fixture); each test checks one aspect of its outputs.
 """
@@ -159,7 +160,9 @@ def fleet_run(tmp_path_factory: pytest.TempPathFactory, spark, monkeypatch_modul
         out = root / "out"
         policy.write_text(policy.read_text() + "users:\n  forbidUsersWithoutQuotas: true\n")
         result = runner.invoke(cli, ["fleet", "plan", "-f", str(v2), "--observed", str(snapshots),
-                                     "--output-dir", str(out), "--prune", "--policy", str(policy)], catch_exceptions=False,
+                                     "--output-dir", str(out), "--prune", "--policy", str(policy),
+                                     # tasks of 3 declared topics: each cluster's ~8 to plan are split by topic
+                                     "--plan-task-topics", "3"], catch_exceptions=False,
                                env=_env(*PASSWORDS))  # in the environment, as a CI job may have them: never read
         return {"root": root, "out": out, "result": result, "cli": json.loads(cli_plan.stdout), "v2": v2,
                 "snapshots": snapshots, "spark": spark}
@@ -189,6 +192,8 @@ def test_fleet_plan_writes_every_output_and_names_bad_input(fleet_run):
     stderr = result.stderr
     assert re.search(r"\[2/9\] desired: .* - \d+\.\d s", stderr)
     assert re.search(r"\[4/9\] plan: .* - \d+\.\d s", stderr)
+    # every cluster was split (and test_fleet_plan_equals_kafkaops_plan_per_cluster checks the rows)
+    assert re.search(r"\[4/9\] plan: .*; 3 large cluster\(s\) planned in \d+ tasks \(--plan-task-topics 3\)", stderr)
     issues = _rows(fleet_run["spark"], out / "issues")
     broken = [i for i in issues if i["file"].endswith("broken.yaml")]
     assert broken and broken[0]["rule"] == "YamlSyntaxError" and broken[0]["line"] is not None

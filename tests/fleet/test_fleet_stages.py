@@ -255,6 +255,65 @@ def test_skipping_settled_topics_changes_nothing(small):
         assert any(r[0] == "resource" for r in planned)
 
 
+def test_a_large_cluster_is_planned_in_several_tasks_with_the_same_rows(small):
+    """A cluster with more declared topics to plan than `task_topics` is split by topic: each topic
+    whole in one task, the undeclared topics (names only) and every other kind in shard 0, and the
+    rows those tasks make are the rows of one task (prune on and off: the cap counts every shard)."""
+    d, o = small
+    headers = {name: h.as_dict() for name, h in o.headers.items()}
+    (whole,) = plan.cluster_rows(d, o).collect()
+    split: dict[str, int] = {}
+    tasks = plan.cluster_rows(d, o, task_topics=2, split=split).collect()
+    assert split == {"c1": 4}  # 7 declared topics left to plan (all but "steady"), 2 per task
+    assert 1 < len(tasks) <= 4 and sorted(r["shard"] for r in tasks) == sorted({r["shard"] for r in tasks})
+    shards = {r["shard"]: plan.decode_row(r.asDict()) for r in tasks}
+    home = {t["topic"]: s for s, row in shards.items() for t in row["d_topics"]}
+    assert sorted(home) == sorted(t["topic"] for t in plan.decode_row(whole.asDict())["d_topics"])
+    undeclared = {"pre.orphan", "pre.other", "__consumer_offsets", "_schemas"}
+    for shard, row in shards.items():
+        assert {t["topic"] for t in row["o_topics"]} <= {t for t, s in home.items() if s == shard} | (
+            undeclared if shard == 0 else set())
+        assert all(home[p[0]] == shard for p in row["o_partitions"])  # no undeclared topic's partitions
+        assert all(home[c["topic"]] == shard for c in row["o_configs"])
+        if shard != 0:
+            assert not any(row[k] for k in plan._LISTS if k not in ("d_topics", "o_topics", "o_partitions", "o_configs"))
+    assert undeclared <= {t["topic"] for t in shards[0]["o_topics"]}
+    assert shards[0]["d_acls"] and shards[0]["d_brokers"] and shards[0]["d_cluster"]
+    for prune in (False, True):
+        one = list(plan.plan_cluster(plan.decode_row(whole.asDict()), headers, prune, DEFAULT_PROTECTED_TOPICS))
+        several = [r for row in shards.values() for r in plan.plan_cluster(row, headers, prune, DEFAULT_PROTECTED_TOPICS)]
+        assert sorted(map(repr, several)) == sorted(map(repr, one))
+        assert any(isinstance(r, tuple) and r[0] == "note" for r in one) != prune  # kept-undeclared note
+    # the stage itself, through Spark and JSON
+    key = lambda r: repr(sorted(r.items()))  # noqa: E731
+    assert sorted(rows(plan.run(d, o, prune=True, task_topics=2)), key=key) == sorted(rows(plan.run(d, o, prune=True)),
+                                                                                       key=key)
+
+
+def test_only_the_clusters_with_more_to_plan_are_split(spark, tmp_path):
+    """Two clusters: c1 with five new topics to plan (three tasks of two), c2 with two (one task);
+    the rows are those of one task per cluster."""
+    write_yaml(tmp_path / "repo" / "c1.yaml", kcluster("c1"), *(topic(f"new.{i}") for i in range(5)))
+    write_yaml(tmp_path / "repo" / "c2.yaml", kcluster("c2"), topic("kept", cluster="c2", partitions=2),
+               topic("grow", cluster="c2", partitions=4))
+    write_snapshot(tmp_path / "snaps", "c1", [SnapTopic("legacy")])
+    write_snapshot(tmp_path / "snaps", "c2", [SnapTopic("kept", partitions=2), SnapTopic("grow", partitions=2),
+                                               SnapTopic("legacy")])
+    d, o = desired.load(spark, [str(tmp_path / "repo")]), observed.load(spark, str(tmp_path / "snaps"))
+    split: dict[str, int] = {}
+    tasks = plan.cluster_rows(d, o, task_topics=2, split=split).collect()
+    assert split == {"c1": 3}
+    assert [r["shard"] for r in tasks if r["cluster"] == "c2"] == [0]
+    assert len([r for r in tasks if r["cluster"] == "c1"]) > 1
+    key = lambda r: repr(sorted(r.items()))  # noqa: E731
+    several = sorted(rows(plan.run(d, o, prune=True, task_topics=2)), key=key)
+    assert several == sorted(rows(plan.run(d, o, prune=True)), key=key)
+    assert {(r["cluster"], r["name"]) for r in several if r["record"] == "resource"} == {
+        *(("c1", f"new.{i}") for i in range(5)), ("c2", "grow")}
+    # one note per cluster, from its first task: "legacy" is undeclared and kept (policy Retain)
+    assert sorted(r["cluster"] for r in several if r["record"] == "note" and "1 undeclared" in r["note"]) == ["c1", "c2"]
+
+
 @pytest.fixture(scope="module")
 def shapes(spark, tmp_path_factory):
     """One declared topic per rule of settled_topics, each differing from a settled one in one way."""

@@ -18,6 +18,7 @@ import click
 
 from kafkaops.cli.extras import require_extra
 from kafkaops.cli.options import old_spelling, require
+from kafkaops.fleet.plan import PLAN_TASK_TOPICS
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -29,7 +30,7 @@ Examples:
   kafkaops fleet plan -f clusters/ --observed snapshots/ --output-dir fleet-out/
   kafkaops fleet plan -f s3a://git/clusters --observed s3a://snaps --output-dir s3a://out
 
-Parquet datasets, report.html, summary.md. Exit 0 none, 2 changes, 1 error. docs/fleet.md.
+report.html and datasets: docs/fleet.md. Exit 0 none, 2 changes, 1 error.
 """
 
 
@@ -54,6 +55,12 @@ def fleet() -> None:
     """
 
 
+def _positive(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    if value < 1:
+        raise click.BadParameter(f"{value} is not a positive number of topics")
+    return value
+
+
 @fleet.command("plan", help=PLAN_HELP)
 @click.option("-f", "--filename", "desired", multiple=True, metavar="PATH",
               help="Manifests (repeatable; Hadoop paths too).")
@@ -68,13 +75,15 @@ def fleet() -> None:
               help="Never orphans nor pruned [__*, ...].")
 @click.option("--access-from", type=click.Choice(["observed", "desired"]), default="observed", metavar="FROM",
               help="observed (ACLs) or desired [observed].")
+@click.option("--plan-task-topics", type=int, default=PLAN_TASK_TOPICS, metavar="N", callback=_positive,
+              help=f"Topics per planning task [{PLAN_TASK_TOPICS}].")
 @click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE", help="A Spark setting (repeatable).")
 @click.option("--driver-memory", default=None, metavar="SIZE", help="Driver memory in local mode [4g].")
 @click.option("--spark-ui", is_flag=True, help="Keep Spark's web UI on.")
 @click.option("-v", "--verbose", is_flag=True, help="Show Spark's and Java's own output.")
 def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master: str | None, policy: str | None,
-         prune: bool, internal_topics: str, access_from: str, conf: tuple[str, ...], driver_memory: str | None,
-         spark_ui: bool, verbose: bool) -> None:
+         prune: bool, internal_topics: str, access_from: str, plan_task_topics: int, conf: tuple[str, ...],
+         driver_memory: str | None, spark_ui: bool, verbose: bool) -> None:
     if not desired:
         raise click.UsageError("Missing option '-f' / '--filename'.")
     observed, out = require(observed, "--observed"), require(out, "--output-dir")
@@ -89,7 +98,7 @@ def plan(desired: tuple[str, ...], observed: str | None, out: str | None, master
     except re.error as exc:
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--internal-topics") from exc
     options = FleetOptions(list(desired), observed, out, master, policy, prune, internal_topics, access_from,
-                           _conf(conf), driver_memory, spark_ui, verbose)
+                           _conf(conf), driver_memory, spark_ui, verbose, plan_task_topics)
     try:
         result = run(options, echo=lambda line: click.echo(line, err=True))
     except FleetError as exc:  # the arguments are checked before Spark starts: one line per mistake

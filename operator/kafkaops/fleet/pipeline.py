@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet import hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
+from kafkaops.fleet.plan import PLAN_TASK_TOPICS
 from kafkaops.fleet.report import ReportData, render_html
 from kafkaops.fleet.summary import principal_changes, render_markdown
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
@@ -50,6 +51,7 @@ class FleetOptions:
     driver_memory: str | None = None
     ui: bool = False
     verbose: bool = False  # Spark's own console output (WARN logs, Java's warnings) shown
+    plan_task_topics: int = PLAN_TASK_TOPICS  # declared topics per planning task (plan.cluster_rows)
 
 
 @dataclass
@@ -204,8 +206,9 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
     # --- plan
     progress.start("plan", f"planning {len(observed.headers)} clusters with kafkaops.reconcile.plan")
     held: list[DataFrame] = []
-    planned = plan_stage.run(desired, observed, options.prune, options.internal_topics, held).persist(
-        StorageLevel.MEMORY_AND_DISK)
+    split: dict[str, int] = {}  # clusters planned in several tasks: how many
+    planned = plan_stage.run(desired, observed, options.prune, options.internal_topics, held,
+                             options.plan_task_topics, split).persist(StorageLevel.MEMORY_AND_DISK)
     _write(planned.filter(col("record") == "resource").select(*plan_stage.PLAN_COLUMNS), paths["plan"])
     notes = [(r["cluster"], r["note"]) for r in planned.filter(col("record") == "note").select("cluster", "note").collect()]
     plan_out = spark.read.parquet(paths["plan"])
@@ -216,7 +219,9 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
         plan_counts[(c, a, r)] = plan_counts.get((c, a, r), 0) + v
     changes = sum(v for (c, a, refused), v in plan_counts.items() if not refused)
     refused = sum(v for (c, a, refused), v in plan_counts.items() if refused)
-    progress.end(f"{_n(changes)} changes, {_n(refused)} refused")
+    tasks = (f"; {_n(len(split))} large cluster(s) planned in {_n(sum(split.values()))} tasks "
+             f"(--plan-task-topics {options.plan_task_topics})") if split else ""
+    progress.end(f"{_n(changes)} changes, {_n(refused)} refused{tasks}")
 
     # --- drift (computed with the plan, per cluster: no join of its own)
     progress.start("drift", "writing the declared values that differ (found while planning)")

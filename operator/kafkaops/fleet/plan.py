@@ -1,14 +1,15 @@
 """The plan stage: what `kafkaops apply` would do, per cluster, by the engine's own planner.
 
 Spark gathers each cluster's desired resources and its snapshot into one row (aggregations in
-the JVM); one Python task per cluster rebuilds the engine's inputs from that row -
+the JVM; a cluster with more than PLAN_TASK_TOPICS declared topics to plan into several rows, split
+by topic: `cluster_rows`); one Python task per row rebuilds the engine's inputs from it -
 `DesiredState` (the KafkaTopic/KafkaAcl/KafkaBrokerConfig/KafkaUser/KafkaClientQuota/KafkaCluster
 models) and `ObservedState` (topics with assignments and configs, ACLs by principal, broker
 configs, SCRAM credentials by user, client quotas by entity, brokers from the header) - and calls
 `kafkaops.reconcile.plan.plan`, the pure function `kafkaops plan` calls. Every ResourcePlan with
 an action or a problem becomes a row. The topics that provably need nothing are found first in
 the JVM (`settled_topics`) and left out of the row, declaration and snapshot alike: the task
-gets what there is to decide, not the whole cluster.
+gets what there is to decide, not the whole cluster, and at most its share of a large cluster.
 
 Like `kafkaops plan --no-state`: there is no ownership record in the fleet, so a config or quota
 key removed from a manifest is never planned for reset.
@@ -362,7 +363,9 @@ def plan_cluster(row: Mapping[str, Any], headers: Mapping[str, Mapping[str, Any]
     `reconcile.plan.plan_prune` for its undeclared topics. The row usually lacks the settled
     topics (`settled_topics`: declared and observed alike, both sides dropped), which plan() would
     answer with nothing and which are neither undeclared nor prunable: the same rows as planning
-    everything (tests/fleet compares both ways)."""
+    everything (tests/fleet compares both ways). A row may be one shard of a large cluster
+    (`cluster_rows`): its topics whole, and the undeclared topics and every other kind only in
+    shard 0, so the prune's count and cap, its note and the other kinds' rows come from that one."""
     cluster = row["cluster"]
     header = headers[cluster]
     wanted = desired_state(cluster, row["d_topics"] or [], row["d_acls"] or [], row["d_brokers"] or [],
@@ -439,99 +442,159 @@ def settled_topics(topics: DataFrame, observed: Observed, brokers: Mapping[str, 
 SENSITIVE_NAME_JAVA = "(?iu)" + SENSITIVE_NAME_PATTERN
 
 
+# Declared topics per planning task: a cluster with more left to plan (a new cluster, a config changed
+# on every topic) is split by topic into several tasks, each holding its share only (a new cluster
+# of 500,000 topics in one task took the Python workers to 2.3 GiB; in tasks of 20,000, 549 MiB).
+PLAN_TASK_TOPICS = 20_000
+
+
 def cluster_rows(desired: Desired, observed: Observed, skip_settled: bool = True,
-                 held: list[DataFrame] | None = None) -> DataFrame:
-    """One row per cluster that has a snapshot: `cluster`, and `lists`, a map from each list name
+                 held: list[DataFrame] | None = None, task_topics: int = PLAN_TASK_TOPICS,
+                 split: dict[str, int] | None = None) -> DataFrame:
+    """One row per planning task: `cluster`, `shard` and `lists`, a map from each list name
     (_LISTS) to the JSON array of its rows; without the settled topics (`settled_topics`, both
     their declaration and their snapshot rows) unless `skip_settled` is false. The settled set is
     cached (several lists leave it out: recomputed for each, the plan stage took 101 s instead of
-    64 at a million topics), and so are the snapshot topics left; both are appended to `held`, for
-    the caller to unpersist once the rows are used.
+    64 at a million topics), and so are the snapshot topics left (and, when a cluster is split,
+    the declarations left); all are appended to `held`, for the caller to unpersist once the rows
+    are used.
 
-    Every row becomes JSON where it is (map side), the rows are gathered per (cluster, list) into
-    one JSON array text, and those per cluster: two shuffles in all, and no join of the large
-    per-cluster rows (joining them would shuffle them again for every list)."""
+    A cluster is one task unless more than `task_topics` of its declared topics are left: then it
+    is split into ceil(left / task_topics) shards by a hash of the topic name (those clusters and
+    their shard counts are put in `split`). A topic's declarations, snapshot row, partitions and
+    configs land in the same shard, so the planner sees every topic whole (the planner's topics
+    are independent of each other: placement works per topic). Everything else - the undeclared
+    snapshot topics (names only: the prune's count and cap are cluster-wide), ACLs, broker
+    configs, users, quotas and the KafkaCluster - goes to shard 0. When some cluster is split, the
+    undeclared topics' partitions and configs are not sent at all: nothing reads them.
+
+    Every row becomes JSON where it is (map side), the rows are gathered per (cluster, shard, list)
+    into one JSON array text, and those per task: two shuffles in all, and no join of the large
+    per-task rows (joining them would shuffle them again for every list)."""
+    import math
+
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     col = F.col
     kind = col("kind")
     as_json = {"ignoreNullFields": "false"}
+    held = held if held is not None else []
+
+    def kept(frame: DataFrame) -> DataFrame:
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        held.append(frame)
+        return frame
+
     valid = desired.valid.filter(col("cluster").isin(observed.clusters))
     d_topics = valid.filter(kind == KAFKA_TOPIC).withColumn("topic", col("topic_name"))
     o_topics, o_partitions, o_configs = observed.topics, observed.partitions, observed.topic_configs
+    keys = ["cluster", "topic"]
+    task_topics = max(1, task_topics)
+    # only a cluster declaring more than task_topics topics can need several tasks (a count on the
+    # cached documents); its declarations left are those less its settled ones
+    declared = {r["cluster"]: r["count"] for r in d_topics.groupBy("cluster").count().collect()}
+    large = sorted(name for name, n in declared.items() if n > task_topics)
+    left = o_topics.select(*keys)
+    settled: dict[str, int] = {}
     if skip_settled:
         brokers = {name: len(h.brokers) for name, h in observed.headers.items()}
-        quiet = settled_topics(d_topics, observed, brokers).persist(StorageLevel.MEMORY_AND_DISK)
-        if held is not None:
-            held.append(quiet)
-        keys = ["cluster", "topic"]
+        quiet = kept(settled_topics(d_topics, observed, brokers))
         d_topics = d_topics.join(quiet, keys, "left_anti")
-        # the snapshot topics left (undeclared or unsettled: usually few), materialized so that
-        # Spark knows their size and broadcasts them: the millions of partition and config rows
-        # are then filtered where they are read instead of shuffled to meet the settled set
-        left = o_topics.select(*keys).join(quiet, keys, "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
+        left = left.join(quiet, keys, "left_anti")
+        if large:
+            settled = {r["cluster"]: r["count"] for r in quiet.groupBy("cluster").count().collect()}
+    # the snapshot topics left (undeclared or unsettled: usually few) are materialized, so that
+    # Spark knows their size and broadcasts them: the millions of partition and config rows are
+    # then filtered where they are read instead of shuffled to meet the settled set
+    left = kept(left)
+    shards = {name: n for name in large if (n := math.ceil((declared[name] - settled.get(name, 0)) / task_topics)) > 1}
+    if split is not None:
+        split.update(shards)
+    first = F.lit(0)
+    if shards:
+        # the declarations left tell the snapshot's declared topics (split with them) from the
+        # undeclared ones (names only, all in shard 0: the prune's count and cap are cluster-wide)
+        d_topics = kept(d_topics)
+        d_keys = d_topics.select(*keys)
+        o_declared = kept(left.join(d_keys, keys, "left_semi"))
+        undeclared = kept(left.join(d_keys, keys, "left_anti"))
+        o_declared.count()
+        undeclared.count()
+        count = F.element_at(F.create_map(*[x for name, n in sorted(shards.items()) for x in (F.lit(name), F.lit(n))]),
+                             col("cluster"))  # null for the clusters planned in one task: shard 0
+        by_topic = F.coalesce(F.pmod(F.xxhash64(col("topic")), count), first).cast("int")
+        snapshot_topics = [(o_topics.join(o_declared, keys, "left_semi"), by_topic),
+                           (o_topics.join(undeclared, keys, "left_semi"), first)]
+        o_partitions, o_configs = (frame.join(o_declared, keys, "left_semi") for frame in (o_partitions, o_configs))
+    else:
         left.count()
-        if held is not None:
-            held.append(left)
-        o_topics, o_partitions, o_configs = (frame.join(left, keys, "left_semi")
-                                             for frame in (o_topics, o_partitions, o_configs))
+        by_topic = first
+        snapshot_topics = [(o_topics.join(left, keys, "left_semi"), first)]
+        o_partitions, o_configs = (frame.join(left, keys, "left_semi") for frame in (o_partitions, o_configs))
 
-    def tagged(frame: DataFrame, tag: str, *columns: Any) -> DataFrame:
-        return frame.select("cluster", F.lit(tag).alias("tag"), F.to_json(F.struct(*columns), as_json).alias("j"))
+    def tagged(frame: DataFrame, tag: str, shard: Any, *columns: Any) -> DataFrame:
+        return frame.select("cluster", shard.alias("shard"), F.lit(tag).alias("tag"),
+                            F.to_json(F.struct(*columns), as_json).alias("j"))
 
     principals = desired.acls.select("cluster", "principal").distinct()
     users = desired.users.select("cluster", F.regexp_extract("principal", "^User:(.*)$", 1).alias("user"))
     users = users.filter(col("user") != "").distinct()
     parts = [
-        tagged(d_topics, "d_topics", "topic", "partitions",
+        tagged(d_topics, "d_topics", by_topic, "topic", "partitions",
                "replication_factor", "replica_assignment", "config", "deletion_policy", "file", "index", "namespace",
                "name", "ref_namespace"),
-        tagged(valid.filter(kind == KAFKA_ACL), "d_acls", "principal", "bindings", "file", "index", "namespace",
+        tagged(valid.filter(kind == KAFKA_ACL), "d_acls", first, "principal", "bindings", "file", "index", "namespace",
                "name", "ref_namespace"),
-        tagged(valid.filter(kind == KAFKA_BROKER_CONFIG), "d_brokers", "broker_id", "config", "file", "index",
+        tagged(valid.filter(kind == KAFKA_BROKER_CONFIG), "d_brokers", first, "broker_id", "config", "file", "index",
                "namespace", "name", "ref_namespace"),
-        tagged(valid.filter(kind == KAFKA_CLUSTER), "d_cluster", "namespace", "bootstrap", "deletion_policy",
+        tagged(valid.filter(kind == KAFKA_CLUSTER), "d_cluster", first, "namespace", "bootstrap", "deletion_policy",
                "max_deletions", "file", "index"),
-        tagged(valid.filter(kind == KAFKA_USER), "d_users", "principal", "mechanism", "iterations", "password_source",
-               "secret_name", "quotas", "bindings", "deletion_policy", "file", "index", "namespace", "name",
-               "ref_namespace"),
-        tagged(valid.filter(kind == KAFKA_CLIENT_QUOTA), "d_quotas", "entity", "quotas", "deletion_policy", "file",
-               "index", "namespace", "name", "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_USER), "d_users", first, "principal", "mechanism", "iterations",
+               "password_source", "secret_name", "quotas", "bindings", "deletion_policy", "file", "index", "namespace",
+               "name", "ref_namespace"),
+        tagged(valid.filter(kind == KAFKA_CLIENT_QUOTA), "d_quotas", first, "entity", "quotas", "deletion_policy",
+               "file", "index", "namespace", "name", "ref_namespace"),
         # the snapshot as flat lists (Python assembles the topics): no per-topic shuffle or join
-        tagged(o_topics, "o_topics", "topic", "topic_id", "internal", "partitions"),
+        *(tagged(frame, "o_topics", shard, "topic", "topic_id", "internal", "partitions")
+          for frame, shard in snapshot_topics),
         # [topic, partition, leader, [replicas]]: to_json of a one-field struct quotes the topic safely
-        o_partitions.select("cluster", F.lit("o_partitions").alias("tag"), F.concat(
+        o_partitions.select("cluster", by_topic.alias("shard"), F.lit("o_partitions").alias("tag"), F.concat(
             F.lit("["), F.to_json(F.array(col("topic"))).substr(F.lit(2), F.length(F.to_json(F.array(col("topic")))) - 2),
             F.lit(","), col("partition").cast("string"), F.lit(","), F.coalesce(col("leader").cast("string"), F.lit("null")),
             F.lit(",["), F.array_join(col("replicas"), ","), F.lit("]]")).alias("j")),
-        tagged(o_configs, "o_configs", "topic", "key", "value", "source", "sensitive"),
-        tagged(observed.acls.join(principals, ["cluster", "principal"], "left_semi"), "o_acls", "principal",
+        tagged(o_configs, "o_configs", by_topic, "topic", "key", "value", "source", "sensitive"),
+        tagged(observed.acls.join(principals, ["cluster", "principal"], "left_semi"), "o_acls", first, "principal",
                "resource_type", "resource_name", "pattern_type", "operation", "permission", "host"),
-        tagged(observed.broker_configs, "o_brokers", "broker", "key", "value", "source", "sensitive"),
+        tagged(observed.broker_configs, "o_brokers", first, "broker", "key", "value", "source", "sensitive"),
         # the credentials of declared users only; every quota entity (few, and a user's quotas
         # may be held by a KafkaClientQuota's entity too)
-        tagged(observed.scram_credentials.join(users, ["cluster", "user"], "left_semi"), "o_scram", "user",
+        tagged(observed.scram_credentials.join(users, ["cluster", "user"], "left_semi"), "o_scram", first, "user",
                "mechanism", "iterations"),
-        tagged(observed.client_quotas, "o_quotas", "entity", "user", "client_id", "ip", "key", "value"),
+        tagged(observed.client_quotas, "o_quotas", first, "entity", "user", "client_id", "ip", "key", "value"),
     ]
     rows = parts[0]
     for part in parts[1:]:
         rows = rows.unionByName(part)
-    per_list = rows.groupBy("cluster", "tag").agg(
+    per_list = rows.groupBy("cluster", "shard", "tag").agg(
         F.concat(F.lit("["), F.concat_ws(",", F.collect_list("j")), F.lit("]")).alias("text"))
-    return (per_list.groupBy("cluster").agg(F.map_from_entries(F.collect_list(F.struct("tag", "text"))).alias("lists"))
-            .repartition(max(1, len(observed.clusters))))
+    tasks = len(observed.clusters) + sum(n - 1 for n in shards.values())
+    return (per_list.groupBy("cluster", "shard")
+            .agg(F.map_from_entries(F.collect_list(F.struct("tag", "text"))).alias("lists"))
+            .repartition(max(1, tasks)))
 
 
 def run(desired: Desired, observed: Observed, prune: bool = False,
-        protected_topics: str = DEFAULT_PROTECTED_TOPICS, held: list[DataFrame] | None = None) -> DataFrame:
-    """Plan rows of every cluster with a snapshot (records `resource` and `note`; see PLAN_DDL).
+        protected_topics: str = DEFAULT_PROTECTED_TOPICS, held: list[DataFrame] | None = None,
+        task_topics: int = PLAN_TASK_TOPICS, split: dict[str, int] | None = None) -> DataFrame:
+    """Plan rows of every cluster with a snapshot (records `resource`, `note` and `drift`; see
+    PLAN_DDL), from one or more planning tasks per cluster (cluster_rows, `task_topics`; the clusters
+    split in several tasks are put in `split`).
     `held`: gets the frames cached on the way (cluster_rows), to unpersist once the rows are used."""
     spark = observed.topics.sparkSession
     headers = {name: h.as_dict() for name, h in observed.headers.items()}
     if not headers:
         return spark.createDataFrame([], PLAN_DDL)
-    rows = cluster_rows(desired, observed, held=held).rdd.flatMap(
+    rows = cluster_rows(desired, observed, held=held, task_topics=task_topics, split=split).rdd.flatMap(
         lambda row: plan_json(row.asDict(recursive=False), headers, prune, protected_topics))
     return spark.read.schema(PLAN_DDL).json(rows)
