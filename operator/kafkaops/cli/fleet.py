@@ -18,7 +18,7 @@ import click
 
 from kafkaops.cli.extras import require_extra
 from kafkaops.cli.options import old_spelling, require
-from kafkaops.fleet.plan import PLAN_TASK_TOPICS
+from kafkaops.fleet import PLAN_TASK_TOPICS
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet import hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
-from kafkaops.fleet.plan import PLAN_TASK_TOPICS
+from kafkaops.fleet import PLAN_TASK_TOPICS
 from kafkaops.fleet.report import ReportData, render_html
 from kafkaops.fleet.summary import principal_changes, render_markdown
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from kafkaops.fleet import PLAN_TASK_TOPICS
 from kafkaops.fleet.drift import drift_rows
 from kafkaops.kafka import BrokerInfo, ConfigSource, QuotaEntity, ScramCredentialInfo, ScramMechanism
 from kafkaops.kafka.security import Secret
@@ -440,12 +441,6 @@ def settled_topics(topics: DataFrame, observed: Observed, brokers: Mapping[str, 
 
 # reconcile.configs' sensitive-name pattern as Java reads it (Python's IGNORECASE folds Unicode too)
 SENSITIVE_NAME_JAVA = "(?iu)" + SENSITIVE_NAME_PATTERN
-
-
-# Declared topics per planning task: a cluster with more left to plan (a new cluster, a config changed
-# on every topic) is split by topic into several tasks, each holding its share only (a new cluster
-# of 500,000 topics in one task took the Python workers to 2.3 GiB; in tasks of 20,000, 549 MiB).
-PLAN_TASK_TOPICS = 20_000
 
 
 def cluster_rows(desired: Desired, observed: Observed, skip_settled: bool = True,
