@@ -186,6 +186,29 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert (inputs["out"] / "report.html").exists()
 
 
+@pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
+                    reason="no Java runtime: `make setup` installs one (Spark needs it)")
+def test_the_installed_command_splits_planning_and_plans_the_same(inputs):
+    """`kafkaops fleet plan --plan-task-topics 4`, typed as a user types it (the installed console
+    script): examples/ declares 9 topics per cluster, none settled in these snapshots, so each
+    cluster is planned in 3 tasks; the plan dataset is the one of a run without the option."""
+    import pyarrow.parquet as pq
+
+    command = Path(sys.executable).with_name("kafkaops")
+    assert command.exists(), "the console script `pip install` writes"
+    plans = {}
+    for name, extra in (("split", ["--plan-task-topics", "4"]), ("whole", [])):
+        out = inputs["tmp"] / name
+        result = subprocess.run([str(command), "fleet", "plan", "-f", str(EXAMPLES / "clusters"), "--observed",
+                                 str(inputs["snaps"]), "--output-dir", str(out), *extra],
+                                capture_output=True, text=True, cwd=ROOT, timeout=600)
+        assert result.returncode == 2, result.stderr  # changes pending, no policy given
+        stage = next(line for line in result.stderr.splitlines() if line.startswith("[4/9] plan: ") and " - " in line)
+        assert ("; 2 large cluster(s) planned in 6 tasks (--plan-task-topics 4) - " in stage) == (name == "split"), stage
+        plans[name] = sorted(map(repr, pq.read_table(out / "plan").to_pylist()))
+    assert plans["split"] == plans["whole"] and len(plans["whole"]) >= 16
+
+
 def test_the_old_desired_spelling_still_works_with_a_warning(tmp_path) -> None:
     import subprocess
     import sys
