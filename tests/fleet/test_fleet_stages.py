@@ -3,19 +3,22 @@ read by the real readers, checked row by row."""
 
 from __future__ import annotations
 
+import gc
+import types
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from fleet_helpers import SnapTopic, acl, entry, kcluster, topic, write_snapshot, write_yaml
 
 from kafkaops.fleet import access, desired, drift, observed, orphans, plan
 from kafkaops.fleet import policy as policy_stage
-from kafkaops.fleet.documents import directory_cluster, parse_file, schema_predicate
+from kafkaops.fleet.documents import directory_cluster, parse_file, parse_files, schema_predicate
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS
-from kafkaops.resources.loader import load_paths
+from kafkaops.resources.loader import find_yaml_files, load_paths
 from kafkaops.resources.schemas import validator_for
 from kafkaops.resources.validation import load_and_validate
 
@@ -60,6 +63,30 @@ def test_fast_schema_check_accepts_exactly_what_the_schema_accepts():
     assert len(documents) > 50
     for doc in documents:
         assert schema_predicate(doc.kind)(doc.body) == validator_for(doc.kind).is_valid(doc.body), doc.source
+
+
+def test_parsing_makes_no_reference_cycles_so_a_task_parses_with_the_collector_paused():
+    """parse_files pauses the cyclic collector while a task parses its files: safe only if loading
+    and checking a document leaves nothing only that collector would free (a recursive closure in
+    the one-walk construction once held each document's loader and maps until a collection)."""
+    texts = [(f"file:{path}", path.read_text()) for path in find_yaml_files(CORPUS) + find_yaml_files(EXAMPLES)]
+    texts.append(("file:/repo/clusters/prod/fallback.yaml",  # an anchor and a merge key: PyYAML's own walk
+                  "apiVersion: kafkaops.io/v1alpha1\nkind: KafkaTopic\nmetadata: {name: m}\n"
+                  "spec: {<<: &base {partitions: 3}, replicationFactor: 1, config: {}}\n"))
+    texts.append(("file:/repo/clusters/prod/broken.yaml", "kind: [KafkaTopic\n"))
+    gc.collect()
+    assert gc.isenabled()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # whatever a collection finds from here on is kept for the count
+    try:
+        during = [gc.isenabled() for _ in parse_files(texts)]
+        assert gc.isenabled()  # resumed when the iteration ends
+        gc.collect()
+        found = [o for o in gc.garbage if isinstance(o, (types.FunctionType, types.CellType, dict, list, yaml.CSafeLoader))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert len(during) > 50 and not any(during)
+    assert found == []
 
 
 # --- desired -------------------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ spec:
   yes_no: [yes, No, on, OFF, true, False]
   nulls: [~, null, ]
   strings: [!!str 12, "012", '1.0', x y, "", !!str, ! 12]
-  ints: [!!int "7", -0, +12]
+  ints: [!!int "7", -0, +12, 0, 012, 0012, 10, 1000000000000000000000]
   1: integer key
   false: bool key
   ~: null key
@@ -107,6 +107,7 @@ def test_scalars_document_covers_what_it_says() -> None:
     assert spec["partitions"] == 31 and spec["replicationFactor"] == 1000 and spec["sexagesimal"] == 90
     assert spec["yes_no"] == [True, False, True, False, True, False]
     assert spec["strings"][:2] == ["12", "012"] and spec[1] == "integer key" and spec[False] == "bool key"
+    assert spec["ints"] == [7, 0, 12, 0, 10, 10, 10, 10**21]  # a leading 0 is octal (YAML 1.1)
     assert spec["dup"] == 2 and duplicates == [("spec.dup", 24, 23)]
     assert (lines["spec.nested[1].a[0].b"], columns["spec.nested[1].a[0].b"]) == (22, 28)
 

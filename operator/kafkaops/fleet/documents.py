@@ -20,6 +20,7 @@ A clusterRef that disagrees with the directory wins, with a ClusterRefOutsideDir
 from __future__ import annotations
 
 import copy
+import gc
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -276,8 +277,21 @@ def parse_file(file: str, text: str) -> Iterator[dict[str, Any]]:
 
 def parse_files(items: Iterable[tuple[str, str]]) -> Iterator[str]:
     """(file, text) pairs -> one JSON object per row (what a Spark task runs; Spark's JSON reader
-    turns them into typed rows in the JVM, much faster than converting Python objects)."""
+    turns them into typed rows in the JVM, much faster than converting Python objects).
+
+    The cyclic garbage collector is paused while the task's files are parsed, and resumed (if it
+    was on) when the iteration ends: loading and checking a document makes no reference cycles
+    (tests/fleet/test_fleet_documents.py checks it), so its young collections, ~30 per thousand
+    documents, only walked objects that reference counting frees anyway, and the full ones a
+    worker's whole heap (pyspark's modules): 8 of the ~92 µs a document took
+    (docs/benchmarks.md, "a document's 92 µs")."""
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    for file, text in items:
-        for row in parse_file(file, text or ""):
-            yield dumps({k: v for k, v in row.items() if v is not None})  # absent = null: less to parse
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for file, text in items:
+            for row in parse_file(file, text or ""):
+                yield dumps({k: v for k, v in row.items() if v is not None})  # absent = null: less to parse
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from kafkaops.resources.acl_rules import (  # noqa: F401  (the rule names are part of this module's vocabulary)
@@ -316,23 +317,31 @@ def _check_topic_config(config: Mapping[Any, Any], replicas: int | None) -> list
     values: dict[str, str] = {}
     for raw_key, raw_value in config.items():
         key = str(raw_key)
-        path = join_path("spec.config", key)
         spec = TOPIC_CONFIGS.get(key)
         if spec is None:
             close = suggest_topic_config(key)
             hint = f"; did you mean {close}?" if close else ""
-            findings.append(error(path, f"{key!r} is not a Kafka topic config{hint}", UNKNOWN_CONFIG_KEY))
+            findings.append(error(join_path("spec.config", key), f"{key!r} is not a Kafka topic config{hint}",
+                                  UNKNOWN_CONFIG_KEY))
             continue
         value = _scalar(raw_value)
         if value is None:
             continue  # the schema reports it
         values[key] = value
-        findings.extend(spec.check(value, path))
+        findings.extend(_topic_config_value_findings(key, value))
         if not isinstance(raw_value, str) and spec.type in (ConfigType.STRING, ConfigType.LIST):
+            path = join_path("spec.config", key)
             findings.append(warning(path, f"unquoted {type(raw_value).__name__} {raw_value!r} becomes {value!r}; "
                                           "quote the value to say exactly what Kafka should get", UNQUOTED_CONFIG_VALUE))
     findings.extend(_check_config_combinations(values, replicas))
     return findings
+
+
+@lru_cache(maxsize=8192)
+def _topic_config_value_findings(key: str, value: str) -> tuple[Finding, ...]:
+    """TOPIC_CONFIGS[key].check(value), remembered: a fleet's topics repeat their values
+    (`delete`, `2`, a week of retention), and the check depends on the key and value alone."""
+    return tuple(TOPIC_CONFIGS[key].check(value, join_path("spec.config", key)))
 
 
 def _valid_number(values: Mapping[str, str], key: str) -> int | None:

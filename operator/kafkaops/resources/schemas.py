@@ -78,6 +78,8 @@ def inlined_schema(kind: str) -> dict[str, Any] | None:
         return inline(schema, registry().resolver(base_uri=schema["$id"]), 0)
     except RecursionError:
         return None
+    finally:
+        del inline  # it refers to itself: a reference cycle otherwise (see yaml_nodes.construct)
 
 
 @cache

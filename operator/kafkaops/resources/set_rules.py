@@ -44,7 +44,7 @@ def get_in(body: Any, *keys: str) -> Any:
     """body[keys[0]][keys[1]]..., or None where a level is missing or not a mapping (raw input)."""
     current: Any = body
     for key in keys:
-        if not isinstance(current, Mapping):
+        if type(current) is not dict and not isinstance(current, Mapping):  # dict first: the ABC check is slow
             return None
         current = current.get(key)
     return current

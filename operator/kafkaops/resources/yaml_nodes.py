@@ -52,7 +52,10 @@ def construct(node: yaml.Node, constructor: yaml.constructor.SafeConstructor) ->
         if tag == _NULL:
             return None
         if tag == _INT:
-            return constructor.construct_yaml_int(current)
+            text = current.value
+            if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1):
+                return int(text)  # plain decimal digits (`12`): what construct_yaml_int answers, sooner
+            return constructor.construct_yaml_int(current)  # 0x1F, 0o17, 012 (octal), 1_000, 1:30, +1, -1
         if tag == _FLOAT:
             return constructor.construct_yaml_float(current)
         if tag == _BOOL:
@@ -99,3 +102,8 @@ def construct(node: yaml.Node, constructor: yaml.constructor.SafeConstructor) ->
         return value_of(node, ""), (lines, columns, duplicates)
     except _NotPlain:
         return None
+    finally:
+        # value_of refers to itself through its closure: a reference cycle holding the loader and
+        # every map above until the cyclic collector finds it. Broken here, so the walk frees all
+        # it holds at once (and the fleet's workers can parse with the collector paused).
+        del value_of
