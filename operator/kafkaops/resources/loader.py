@@ -243,7 +243,7 @@ def _line_map(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, int], l
 
     if node is not None:
         walk(node, "")
-    del walk  # it refers to itself: break the cycle (see yaml_nodes.construct)
+    walk = None  # type: ignore[assignment]  # it refers to itself: break the cycle (see yaml_nodes.construct)
     return lines, columns, duplicates
 
 

@@ -79,7 +79,7 @@ def inlined_schema(kind: str) -> dict[str, Any] | None:
     except RecursionError:
         return None
     finally:
-        del inline  # it refers to itself: a reference cycle otherwise (see yaml_nodes.construct)
+        inline = None  # type: ignore[assignment]  # it refers to itself: a cycle otherwise (see yaml_nodes.construct)
 
 
 @cache

@@ -106,4 +106,4 @@ def construct(node: yaml.Node, constructor: yaml.constructor.SafeConstructor) ->
         # value_of refers to itself through its closure: a reference cycle holding the loader and
         # every map above until the cyclic collector finds it. Broken here, so the walk frees all
         # it holds at once (and the fleet's workers can parse with the collector paused).
-        del value_of
+        value_of = None  # type: ignore[assignment]  # (a rebinding: linters misread `del` of a closure's name)
