@@ -281,10 +281,10 @@ def parse_files(items: Iterable[tuple[str, str]]) -> Iterator[str]:
 
     The cyclic garbage collector is paused while the task's files are parsed, and resumed (if it
     was on) when the iteration ends: loading and checking a document makes no reference cycles
-    (tests/fleet/test_fleet_documents.py checks it), so its young collections, ~30 per thousand
+    (tests/fleet/test_fleet_stages.py checks it), so its young collections, ~50 per thousand
     documents, only walked objects that reference counting frees anyway, and the full ones a
     worker's whole heap (pyspark's modules): 8 of the ~92 µs a document took
-    (docs/benchmarks.md, "a document's 92 µs")."""
+    (docs/benchmarks.md, "A document's 92 µs")."""
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     was_enabled = gc.isenabled()
     gc.disable()
