@@ -241,9 +241,11 @@ def _line_map(node: yaml.Node | None) -> tuple[dict[str, int], dict[str, int], l
                     lines[child], columns[child] = item.start_mark.line + 1, item.start_mark.column + 1
                 walk(item, child)
 
-    if node is not None:
-        walk(node, "")
-    walk = None  # type: ignore[assignment]  # it refers to itself: break the cycle (see yaml_nodes.construct)
+    try:
+        if node is not None:
+            walk(node, "")
+    finally:
+        walk = None  # type: ignore[assignment]  # it refers to itself: break the cycle (see yaml_nodes.construct)
     return lines, columns, duplicates
 
 
