@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from kafkaops.fleet import hadoopfs, preflight
+from kafkaops.fleet import PLAN_TASK_TOPICS, hadoopfs, preflight
 from kafkaops.fleet.errors import NO_SNAPSHOT, FleetError, InputProblem
-from kafkaops.fleet import PLAN_TASK_TOPICS
 from kafkaops.fleet.report import ReportData, render_html
 from kafkaops.fleet.summary import principal_changes, render_markdown
 from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS

@@ -30,6 +30,7 @@ DescribeConfigs would have said, so the field changes read the same (`old: "... 
 from __future__ import annotations
 
 import itertools
+import math
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -466,8 +467,6 @@ def cluster_rows(desired: Desired, observed: Observed, skip_settled: bool = True
     Every row becomes JSON where it is (map side), the rows are gathered per (cluster, shard, list)
     into one JSON array text, and those per task: two shuffles in all, and no join of the large
     per-task rows (joining them would shuffle them again for every list)."""
-    import math
-
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
