@@ -20,7 +20,10 @@ For each size the pipeline runs as `kafkaops fleet plan` in a child process (loc
 time and the peak memory of its whole process tree (Python driver + Spark JVM + Python workers,
 sampled from /proc every 0.2 s) are reported, and the CPU seconds of each part (the JVM's by
 thread: Spark's tasks, the JIT compilers, the garbage collector, the rest; read every second,
-so a process or thread that lives less than that may be missed). The baseline runs in one Python process without
+so a process or thread that lives less than that may be missed), in all and by stage (the stage
+the run's log last announced, `[4/9] plan: ...`, at each sample), with the cores it kept busy:
+a stage under 2.0 on two cores waits on one thread (the driver planning a query, a task left
+alone at a job's end). The baseline runs in one Python process without
 Spark: `kafkaops validate`'s load_and_validate, the snapshot tables read with pyarrow, and per
 cluster the same plan() plus orphans, drift of topics, and access by a prefix dictionary.
 
@@ -41,6 +44,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -354,19 +358,74 @@ def _cpu_by_thread(root_pid: int, seen: dict[tuple[int, int], tuple[str, float]]
                 seen[(pid, int(tid))] = (_thread_group(thread.name), thread.cpu)
 
 
-def cpu_report(seen: dict[tuple[int, int], tuple[str, float]]) -> str:
+_GROUPS = ("Spark tasks", "JIT compilers", "garbage collector", "other", "Python workers", "driver")
+
+
+def _cpu_groups(seen: dict[tuple[int, int], tuple[str, float]]) -> dict[str, float]:
     groups: dict[str, float] = defaultdict(float)
     for group, seconds in seen.values():
         groups[group] += seconds
+    return groups
+
+
+def cpu_report(seen: dict[tuple[int, int], tuple[str, float]]) -> str:
+    groups = _cpu_groups(seen)
     jvm = sum(v for k, v in groups.items() if k not in ("driver", "Python workers"))
-    order = ("Spark tasks", "JIT compilers", "garbage collector", "other", "Python workers", "driver")
-    return (f"CPU seconds: JVM {jvm:.0f} (" + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in order[:4])
-            + "), " + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in order[4:]))
+    return (f"CPU seconds: JVM {jvm:.0f} (" + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in _GROUPS[:4])
+            + "), " + ", ".join(f"{k} {groups.get(k, 0):.0f}" for k in _GROUPS[4:]))
 
 
-def measure(argv: list[str], log: Path, cpu: dict | None = None) -> tuple[float, float, int, dict[str, tuple[float, float]]]:
+class StageCpu:
+    """CPU seconds by thread group (`_GROUPS`) and wall seconds of each stage of a `fleet plan` run,
+    the stage read from the last progress line of its log (`[3/9] observed: ...`) at each sample:
+    where the run keeps both cores busy and where it waits on one (docs/benchmarks.md)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log, self.offset, self.stage = log, 0, "launch"
+        self.cpu: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.wall: dict[str, float] = defaultdict(float)
+        self.last: tuple[float, dict[str, float]] | None = None
+
+    def _current(self) -> str:
+        try:
+            with open(self.log, "rb") as handle:
+                handle.seek(self.offset)
+                text = handle.read()
+        except OSError:
+            return self.stage
+        end = text.rfind(b"\n") + 1  # whole lines only: a line still being written is read next time
+        self.offset += end
+        for line in text[:end].decode(errors="replace").splitlines():
+            if (m := re.match(r"\[\d+/\d+\] (\w+):", line)) is not None:
+                self.stage = m.group(1)
+        return self.stage
+
+    def sample(self, now: float, seen: dict[tuple[int, int], tuple[str, float]]) -> None:
+        """Charge the CPU used since the last sample to the stage the run was in at the last one."""
+        groups = _cpu_groups(seen)
+        if self.last is not None:
+            then, before = self.last
+            self.wall[self.stage] += now - then
+            for group in _GROUPS:
+                self.cpu[self.stage][group] += max(0.0, groups.get(group, 0.0) - before.get(group, 0.0))
+        self._current()
+        self.last = (now, dict(groups))
+
+    def table(self) -> list[str]:
+        head = "| stage | wall s | " + " | ".join(_GROUPS) + " | all CPU s | cores busy |"
+        lines = [head, "| --- | ---: | " + " | ".join("---:" for _ in _GROUPS) + " | ---: | ---: |"]
+        for stage, wall in self.wall.items():
+            total = sum(self.cpu[stage].values())
+            lines.append(f"| {stage} | {wall:.1f} | " + " | ".join(f"{self.cpu[stage][g]:.1f}" for g in _GROUPS)
+                         + f" | {total:.1f} | {total / wall if wall else 0:.2f} |")
+        return lines
+
+
+def measure(argv: list[str], log: Path, cpu: dict | None = None,
+            stages: StageCpu | None = None) -> tuple[float, float, int, dict[str, tuple[float, float]]]:
     """(wall seconds, peak MiB of the process tree, exit code, peak MiB of each part of it and when:
-    `{part: (MiB, seconds after the start)}`) of a command."""
+    `{part: (MiB, seconds after the start)}`) of a command. With `cpu`, the CPU seconds of every
+    thread of the tree, sampled every second (and charged to `stages`, when given)."""
     started = time.monotonic()
     with open(log, "wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -380,6 +439,8 @@ def measure(argv: list[str], log: Path, cpu: dict | None = None) -> tuple[float,
         while not done.is_set():
             if cpu is not None and ticks % 5 == 0:  # every second: CPU seconds only grow
                 _cpu_by_thread(process.pid, cpu)
+                if stages is not None:
+                    stages.sample(time.monotonic(), cpu)
             ticks += 1
             now = _tree_rss(process.pid)
             peak = max(peak, sum(now.values()))
@@ -407,8 +468,6 @@ def baseline(root: Path) -> dict:
     from kafkaops.reconcile.plan import DEFAULT_PROTECTED_TOPICS, PlanOptions, plan
     from kafkaops.resources.models import KafkaAcl, KafkaCluster, KafkaTopic
     from kafkaops.resources.validation import load_and_validate
-
-    import re
 
     times: dict[str, float] = {}
     t = time.monotonic()
@@ -503,7 +562,8 @@ def main() -> None:
             argv += ["--master", args.master]
         log = root / "fleet.log"
         cpu: dict[tuple[int, int], tuple[str, float]] = {}
-        wall, peak, code, parts = measure(argv, log, cpu)
+        by_stage = StageCpu(log)
+        wall, peak, code, parts = measure(argv, log, cpu, by_stage)
         stages = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[") and " - " in line]
         row = {"size": size, "engine": "spark local[*]", "wall": wall, "peak": peak, "code": code, "counts": counts,
                "stages": stages}
@@ -514,6 +574,10 @@ def main() -> None:
         for line in stages:
             print("   " + line, file=sys.stderr)
         print("   " + cpu_report(cpu), file=sys.stderr)
+        print("   CPU seconds by stage (sampled every second; a stage's CPU is charged from its start line on):",
+              file=sys.stderr)
+        for line in by_stage.table():
+            print("   " + line, file=sys.stderr)
         if size in baseline_sizes:
             blog = root / "baseline.log"
             bwall, bpeak, bcode, _ = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)
