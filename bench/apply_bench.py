@@ -12,7 +12,12 @@ time (steadier than wall time on a shared machine; the server's is not in it),
 peak RSS, and the ratio to the floor (requests and wall time). The second apply must send no
 mutating request. Cross-checked with what noida-db says it served.
 
-    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50]
+With --phases, apply #1 and the protocol floor are also timed step by step (read, the pure
+plan, send, wait, and apply's recording of outcomes and ownership), each with the share of the
+cyclic garbage collector's pauses (`Phases`): the two rows side by side show what the engine adds
+to each step the protocol needs anyway.
+
+    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50] [--phases]
 
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import platform
 import resource
@@ -35,6 +41,7 @@ from kafkaops.cli import collector
 from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.kafka.sizing import topic_records
 from kafkaops.reconcile import DesiredState, Engine, RunOptions, State
+from kafkaops.reconcile import engine as engine_module
 from kafkaops.resources import load_and_validate
 from kafkaops.testing.servers import noida_activity, start_noida
 
@@ -58,11 +65,86 @@ def write_manifests(root: Path, count: int, partitions: int, files: int) -> None
         (root / f"team{f}.yaml").write_text(yaml.dump_all(docs, Dumper=dumper, sort_keys=False))
 
 
+class Phases:
+    """Where apply #1's wall time goes (--phases): the engine's steps, timed by wrapping the
+    functions `Engine.plan` and `Engine.apply` call by name (a rename fails loudly here), and the
+    cyclic garbage collector's pauses (gc.callbacks) charged to the step they fell in.
+
+    read: Metadata and the observed state; plan: the pure plan(); send: apply_plans (the
+    CreateTopics, their step results); wait: wait_for (the completion Metadata, expectations);
+    record: outcomes, ownership and the report."""
+
+    STEPS = (("plan", "plan"), ("apply_plans", "send"), ("wait_for", "wait"), ("ownership_changes", "record"))
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[float, str]] = []
+        self.pauses: list[tuple[float, float]] = []
+        self._started = 0.0
+        self.originals = {name: getattr(engine_module, name) for name, _ in self.STEPS}
+
+    def _collector(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append((self._started, time.perf_counter() - self._started))
+
+    def install(self) -> None:
+        def timed(name: str, label: str):
+            original = self.originals[name]
+            after = "record" if label in ("wait", "record") else "other"
+            if asyncio.iscoroutinefunction(original):
+                async def wrapper(*args, **kwargs):
+                    self.marks.append((time.perf_counter(), label))
+                    try:
+                        return await original(*args, **kwargs)
+                    finally:
+                        self.marks.append((time.perf_counter(), after))
+            elif name == "wait_for":  # called, then awaited: time the awaiting
+                def wrapper(*args, **kwargs):
+                    awaitable = original(*args, **kwargs)
+
+                    async def waited():
+                        self.marks.append((time.perf_counter(), label))
+                        try:
+                            return await awaitable
+                        finally:
+                            self.marks.append((time.perf_counter(), "record"))
+                    return waited()
+            else:
+                def wrapper(*args, **kwargs):
+                    self.marks.append((time.perf_counter(), label))
+                    try:
+                        return original(*args, **kwargs)
+                    finally:
+                        self.marks.append((time.perf_counter(), after))
+            return wrapper
+
+        for name, label in self.STEPS:
+            setattr(engine_module, name, timed(name, label))
+        gc.callbacks.append(self._collector)
+
+    def remove(self) -> None:
+        for name, original in self.originals.items():
+            setattr(engine_module, name, original)
+        gc.callbacks.remove(self._collector)
+
+    def summary(self, start: float, end: float) -> dict[str, tuple[float, float]]:
+        """{step: (wall s, of it the collector's s)}: `read` before the pure plan, `record` after the
+        wait, `other` between the steps (the Planned, the expectations)."""
+        marks = [(start, "read"), *self.marks, (end, "")]
+        out: dict[str, list[float]] = {}
+        for (at, label), (until, _) in zip(marks, marks[1:]):
+            spent = out.setdefault(label, [0.0, 0.0])
+            spent[0] += until - at
+            spent[1] += sum(d for s0, d in self.pauses if at <= s0 < until)
+        return {k: (round(v[0], 3), round(v[1], 3)) for k, v in out.items()}
+
+
 def rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-async def run(count: int, partitions: int, files: int) -> list[dict]:
+async def run(count: int, partitions: int, files: int, phases: bool = False) -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp, start_noida() as server:
         root = Path(tmp)
@@ -97,9 +179,14 @@ async def run(count: int, partitions: int, files: int) -> list[dict]:
                                                                  "cleanup.policy": "delete"}) for i in range(count)]
             names = [t.name for t in minimal]
             before = dict(admin.requests_by_api)
+            timer = Phases() if phases else None
+            if timer is not None:
+                gc.callbacks.append(timer._collector)
             start, cpu = time.perf_counter(), time.process_time()
             existing = (await admin.metadata(names)).topics
+            send_at = time.perf_counter()
             await admin.create_topics([t for t in minimal if t.name not in existing])
+            wait_at = time.perf_counter()
             polls = 0
             while True:
                 polls += 1
@@ -107,26 +194,38 @@ async def run(count: int, partitions: int, files: int) -> list[dict]:
                 if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions)
                        for name in names):
                     break
-            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            end = time.perf_counter()
+            wall, cpu = end - start, time.process_time() - cpu
+            if timer is not None:
+                gc.callbacks.remove(timer._collector)
+                timer.marks += [(send_at, "send"), (wait_at, "wait")]
             sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
             rows.append({"phase": "protocol floor: read, create, wait", "wall_s": round(wall, 3),
                          "cpu_s": round(cpu, 3), "requests": sent, "rss": rss_mib(),
-                         "note": f"{polls} completion poll(s)"})
+                         "note": f"{polls} completion poll(s)",
+                         **({"steps": timer.summary(start, end)} if timer is not None else {})})
             await admin.delete_topics(names)
 
             for label in ("apply #1", "apply #2"):
                 engine = Engine(Batcher(admin, linger=0.0), cluster="bench")  # as the CLI's (cli/sessions.py)
+                timer = Phases() if phases and label == "apply #1" else None
+                if timer is not None:
+                    timer.install()
                 start, cpu = time.perf_counter(), time.process_time()
                 planned = await engine.plan(desired, RunOptions())
                 plan_wall = time.perf_counter() - start
                 report = await engine.apply(planned, RunOptions())
-                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+                end = time.perf_counter()
+                wall, cpu = end - start, time.process_time() - cpu
+                if timer is not None:
+                    timer.remove()
                 states: dict[str, int] = {}
                 for outcome in report.outcomes:
                     states[outcome.state.value] = states.get(outcome.state.value, 0) + 1
                 rows.append({"phase": f"{label}: plan + apply + wait", "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
                              "plan_s": round(plan_wall, 3), "requests": dict(report.requests), "rss": rss_mib(),
-                             "note": ", ".join(f"{n} {s}" for s, n in sorted(states.items()))})
+                             "note": ", ".join(f"{n} {s}" for s, n in sorted(states.items())),
+                             **({"steps": timer.summary(start, end)} if timer is not None else {})})
                 assert all(o.state in (State.APPLIED, State.UNCHANGED) for o in report.outcomes)
         activity = noida_activity(server)
     records = sum(topic_records(t) for t in floor)
@@ -153,8 +252,10 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=5000)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--files", type=int, default=50)
+    parser.add_argument("--phases", action="store_true",
+                        help="also time apply #1 and the protocol floor step by step, with the collector's share")
     args = parser.parse_args()
-    rows = asyncio.run(run(args.topics, args.partitions, args.files))
+    rows = asyncio.run(run(args.topics, args.partitions, args.files, args.phases))
     print(f"{args.topics} topics x {args.partitions} partitions in {args.files} files; python {sys.version.split()[0]}; "
           f"{platform.machine()}")
     for row in rows:
@@ -168,6 +269,14 @@ def main() -> None:
     mutating = {k: v for k, v in second["requests"].items() if k in MUTATING}
     print(f"apply #1: {first['requests'].get('CreateTopics', 0)} CreateTopics requests for {args.topics} topics (target <= 50)")
     print(f"apply #2: mutating requests {mutating or 'none'} (target: none)")
+    timed = [r for r in rows if "steps" in r]
+    if timed:
+        names = ("read", "plan", "send", "other", "wait", "record")
+        print("by step, wall s (of it the garbage collector's):\n" + f"{'':34} " + "".join(f"{n:>15}" for n in names))
+        for row in timed:
+            steps = row["steps"]
+            print(f"{row['phase']:34} " + "".join(
+                f"{(f'{steps[n][0]:.3f} ({steps[n][1]:.3f})' if n in steps else '-'):>15}" for n in names))
 
 
 if __name__ == "__main__":
