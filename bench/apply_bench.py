@@ -89,7 +89,7 @@ class Phases:
             self.pauses.append((self._started, time.perf_counter() - self._started))
 
     def install(self) -> None:
-        def timed(name: str, label: str):
+        def timed(name: str, label: str):  # a coroutine function is timed from its first step to its end
             original = self.originals[name]
             after = "record" if label in ("wait", "record") else "other"
             if asyncio.iscoroutinefunction(original):
@@ -99,17 +99,6 @@ class Phases:
                         return await original(*args, **kwargs)
                     finally:
                         self.marks.append((time.perf_counter(), after))
-            elif name == "wait_for":  # called, then awaited: time the awaiting
-                def wrapper(*args, **kwargs):
-                    awaitable = original(*args, **kwargs)
-
-                    async def waited():
-                        self.marks.append((time.perf_counter(), label))
-                        try:
-                            return await awaitable
-                        finally:
-                            self.marks.append((time.perf_counter(), "record"))
-                    return waited()
             else:
                 def wrapper(*args, **kwargs):
                     self.marks.append((time.perf_counter(), label))
