@@ -88,34 +88,44 @@ class Phases:
         else:
             self.pauses.append((self._started, time.perf_counter() - self._started))
 
+    def mark(self, label: str) -> None:
+        """From now on, time is charged to `label`."""
+        self.marks.append((time.perf_counter(), label))
+
+    def watch_collector(self) -> None:
+        gc.callbacks.append(self._collector)
+
+    def unwatch_collector(self) -> None:
+        gc.callbacks.remove(self._collector)
+
     def install(self) -> None:
         def timed(name: str, label: str):  # a coroutine function is timed from its first step to its end
             original = self.originals[name]
             after = "record" if label in ("wait", "record") else "other"
             if asyncio.iscoroutinefunction(original):
                 async def wrapper(*args, **kwargs):
-                    self.marks.append((time.perf_counter(), label))
+                    self.mark(label)
                     try:
                         return await original(*args, **kwargs)
                     finally:
-                        self.marks.append((time.perf_counter(), after))
+                        self.mark(after)
             else:
                 def wrapper(*args, **kwargs):
-                    self.marks.append((time.perf_counter(), label))
+                    self.mark(label)
                     try:
                         return original(*args, **kwargs)
                     finally:
-                        self.marks.append((time.perf_counter(), after))
+                        self.mark(after)
             return wrapper
 
         for name, label in self.STEPS:
             setattr(engine_module, name, timed(name, label))
-        gc.callbacks.append(self._collector)
+        self.watch_collector()
 
     def remove(self) -> None:
         for name, original in self.originals.items():
             setattr(engine_module, name, original)
-        gc.callbacks.remove(self._collector)
+        self.unwatch_collector()
 
     def summary(self, start: float, end: float) -> dict[str, tuple[float, float]]:
         """{step: (wall s, of it the collector's s)}: `read` before the pure plan, `record` after the
@@ -170,12 +180,14 @@ async def run(count: int, partitions: int, files: int, phases: bool = False) -> 
             before = dict(admin.requests_by_api)
             timer = Phases() if phases else None
             if timer is not None:
-                gc.callbacks.append(timer._collector)
+                timer.watch_collector()
             start, cpu = time.perf_counter(), time.process_time()
             existing = (await admin.metadata(names)).topics
-            send_at = time.perf_counter()
+            if timer is not None:
+                timer.mark("send")
             await admin.create_topics([t for t in minimal if t.name not in existing])
-            wait_at = time.perf_counter()
+            if timer is not None:
+                timer.mark("wait")
             polls = 0
             while True:
                 polls += 1
@@ -186,8 +198,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False) -> 
             end = time.perf_counter()
             wall, cpu = end - start, time.process_time() - cpu
             if timer is not None:
-                gc.callbacks.remove(timer._collector)
-                timer.marks += [(send_at, "send"), (wait_at, "wait")]
+                timer.unwatch_collector()
             sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
             rows.append({"phase": "protocol floor: read, create, wait", "wall_s": round(wall, 3),
                          "cpu_s": round(cpu, 3), "requests": sent, "rss": rss_mib(),
