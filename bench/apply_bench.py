@@ -82,7 +82,8 @@ class Phases:
         self._started = 0.0
         self.originals = {name: getattr(engine_module, name) for name, _ in self.STEPS}
 
-    def _collector(self, phase: str, info: dict) -> None:
+    def on_collection(self, phase: str, info: dict) -> None:
+        """gc.callbacks: a pause, as (when it started, how long it took)."""
         if phase == "start":
             self._started = time.perf_counter()
         else:
@@ -93,10 +94,10 @@ class Phases:
         self.marks.append((time.perf_counter(), label))
 
     def watch_collector(self) -> None:
-        gc.callbacks.append(self._collector)
+        gc.callbacks.append(self.on_collection)
 
     def unwatch_collector(self) -> None:
-        gc.callbacks.remove(self._collector)
+        gc.callbacks.remove(self.on_collection)
 
     def install(self) -> None:
         def timed(name: str, label: str):  # a coroutine function is timed from its first step to its end

@@ -77,7 +77,7 @@ def test_apply_bench_phases_wrap_the_engine_and_put_it_back() -> None:
     phases.install()
     try:
         assert all(getattr(engine_module, name) is not original for name, original in originals.items())
-        assert phases._collector in gc.callbacks
+        assert phases.on_collection in gc.callbacks
         assert engine_module.ownership_changes(Ownership(), []) == originals["ownership_changes"](Ownership(), [])
         assert [label for _, label in phases.marks] == ["record", "record"]  # the recording step, then after it
         gc.collect()
@@ -85,4 +85,4 @@ def test_apply_bench_phases_wrap_the_engine_and_put_it_back() -> None:
     finally:
         phases.remove()
     assert all(getattr(engine_module, name) is original for name, original in originals.items())
-    assert phases._collector not in gc.callbacks
+    assert phases.on_collection not in gc.callbacks
