@@ -27,8 +27,19 @@ alone at a job's end). The baseline runs in one Python process without
 Spark: `kafkaops validate`'s load_and_validate, the snapshot tables read with pyarrow, and per
 cluster the same plan() plus orphans, drift of topics, and access by a prefix dictionary.
 
+`--floor` also measures what the run costs without its Python parsing: every manifest file is
+parsed once beforehand by `parse_files` (what the desired stage's Spark tasks run), in a process
+per core, into JSON rows kept beside the fleet (its CPU seconds per document are reported, and
+those of the YAML library alone: libyaml composing the same files with kafkaops' loader); then
+the same `kafkaops fleet plan` runs with the desired stage reading those rows with Spark's JSON
+reader instead of parsing (`--floor-run`). Its wall time is the pipeline's floor on this machine
+for this code: all of Spark's work (the JSON rows read, the set rules, plan, drift, orphans,
+policy, access, report) and none of the parsing's, so the run's wall time minus it is what
+parsing costs, and a goal under it cannot be reached by parsing faster.
+
     .venv/bin/python bench/fleet_bench.py --sizes 100000,300000,1000000 --baseline 100000,300000
     .venv/bin/python bench/fleet_bench.py --sizes 300000 --clusters 1 --new --baseline ""
+    .venv/bin/python bench/fleet_bench.py --sizes 1000000 --baseline "" --floor
 
 The second form is one new cluster: every declared topic missing from its snapshot, so nothing
 is settled and the whole cluster reaches the planner (split into tasks: `--plan-task-topics`).
@@ -529,6 +540,93 @@ def baseline(root: Path) -> dict:
             "invalid": len(validated.invalid), "times": times}
 
 
+
+# --- the floor: the pipeline with its parsing done beforehand (--floor; run as --floor-run ROWS -- ARGS) ------------
+
+
+def manifest_files(repo: Path) -> list[Path]:
+    """The manifests the desired stage reads (*.yaml / *.yml, hidden names skipped like Spark does)."""
+    return sorted(p for p in repo.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                  and not any(part.startswith((".", "_")) for part in p.relative_to(repo).parts))
+
+
+def _parse_share(task: tuple[str, list[str]]) -> tuple[int, int, float, float]:
+    """One process's share of the files: its rows written to `out`; (files, rows, CPU seconds of
+    parse_files, CPU seconds of libyaml composing the same texts with kafkaops' loader)."""
+    import yaml
+
+    from kafkaops.fleet.documents import parse_files
+    from kafkaops.resources.loader import _Loader
+
+    out, files = task
+    texts = [(f"file:{f}", Path(f).read_text("utf-8")) for f in files]
+    rows = 0
+    started = time.process_time()
+    with open(out, "w", encoding="utf-8") as handle:
+        for row in parse_files(texts):
+            handle.write(row + "\n")
+            rows += 1
+    parsing = time.process_time() - started
+    started = time.process_time()
+    for _, text in texts:
+        loader = _Loader(text)
+        try:
+            while loader.check_node():
+                loader.get_node()
+        except yaml.YAMLError:
+            pass  # the rest of a file with a syntax error is not parsed (nor by parse_files)
+        finally:
+            loader.dispose()
+    return len(files), rows, parsing, time.process_time() - started
+
+
+def parse_beforehand(repo: Path, rows: Path, processes: int) -> dict[str, float]:
+    """Every manifest under `repo` parsed into JSON rows under `rows` (a file per process; one
+    process: this one):
+    {files, documents, parse_cpu, yaml_cpu} (CPU seconds summed over the processes)."""
+    from multiprocessing import get_context
+
+    shutil.rmtree(rows, ignore_errors=True)
+    rows.mkdir(parents=True)
+    files = [str(f) for f in manifest_files(repo)]
+    shares = [(str(rows / f"part-{i:04d}.json"), files[i::processes]) for i in range(processes)]
+    if processes == 1:  # in this process (a module imported by path cannot be pickled to a pool)
+        done = [_parse_share(share) for share in shares]
+    else:
+        with get_context("spawn").Pool(processes) as pool:
+            done = pool.map(_parse_share, shares)
+    return {"files": sum(d[0] for d in done), "documents": sum(d[1] for d in done),
+            "parse_cpu": sum(d[2] for d in done), "yaml_cpu": sum(d[3] for d in done)}
+
+
+def rows_reader(rows: str | Path):  # noqa: ANN201 - a stand-in for desired.parse
+    """A stand-in for `desired.parse` that ignores the manifests' texts and reads the rows parsed
+    beforehand under `rows` with Spark's JSON reader (the same schema, kept in as many partitions)."""
+    from kafkaops.fleet import desired
+
+    def parse(spark, files, partitions=None):  # noqa: ANN001, ANN202 - desired.parse's signature
+        parsed = spark.read.schema(desired.doc_schema()).option("mode", "FAILFAST").json(Path(rows).resolve().as_uri())
+        return parsed if partitions is None else parsed.coalesce(partitions)
+
+    return parse
+
+
+def floor_run(rows: str, argv: list[str]) -> None:
+    """`kafkaops <argv>` with the desired stage's parsing replaced by Spark's JSON reader on `rows`."""
+    from kafkaops.cli.main import main as kafkaops_main
+    from kafkaops.fleet import desired
+
+    desired.parse = rows_reader(rows)
+    sys.argv = ["kafkaops", *argv]
+    kafkaops_main()
+
+
+def _summary(log: Path) -> str:
+    """The run's closing counts line (`20 cluster(s): ... change(s), ...`)."""
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if re.match(r"\d+ cluster\(s\):", ln)]
+    return lines[-1] if lines else ""
+
+
 # --- main ----------------------------------------------------------------------------------------------------------------
 
 
@@ -542,8 +640,16 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=CLUSTERS, help="clusters the topics are spread over")
     parser.add_argument("--new", action="store_true",
                         help="no declared topic in any snapshot (new clusters: every topic a create)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the pipeline with its parsing done beforehand (the floor without parsing)")
     parser.add_argument("--baseline-run", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--floor-run", default=None, help=argparse.SUPPRESS)
+    args, rest = parser.parse_known_args()
+    if args.floor_run:
+        floor_run(args.floor_run, [a for a in rest if a != "--"])
+        return
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.baseline_run:
         print(json.dumps(baseline(Path(args.baseline_run))))
         return
@@ -578,6 +684,27 @@ def main() -> None:
               file=sys.stderr)
         for line in by_stage.table():
             print("   " + line, file=sys.stderr)
+        if args.floor:
+            processes = os.cpu_count() or 1
+            parsed = parse_beforehand(root / "repo", root / "floor-rows", processes)
+            per_doc = 1e6 / max(1, parsed["documents"])
+            print(f"parsed beforehand: {parsed['documents']:,} documents in {parsed['files']:,} files, "
+                  f"{processes} processes: parse_files {parsed['parse_cpu']:.1f} CPU s "
+                  f"({parsed['parse_cpu'] * per_doc:.1f} µs per document), of it at least the YAML library's "
+                  f"{parsed['yaml_cpu']:.1f} CPU s ({parsed['yaml_cpu'] * per_doc:.1f} µs)", file=sys.stderr)
+            flog = root / "floor.log"
+            fwall, fpeak, fcode, _ = measure([sys.executable, __file__, "--floor-run", str(root / "floor-rows"), "--",
+                                              *argv[3:]], flog)
+            same = _summary(flog) == _summary(log)
+            results.append({"size": size, "engine": "spark local[*], parsing done beforehand (floor)", "wall": fwall,
+                            "peak": fpeak, "code": fcode})
+            print(f"floor {size:,}: {fwall:.1f} s (the run {wall / fwall:.2f}x it; parsing {wall - fwall:.1f} s of "
+                  f"the run's wall time), peak {fpeak:.0f} MiB, exit {fcode}, outputs' counts "
+                  + ("the same as the run's" if same else f"DIFFER: {_summary(flog)!r} against {_summary(log)!r}"),
+                  file=sys.stderr)
+            for line in flog.read_text(errors="replace").splitlines():
+                if line.startswith("[") and " - " in line:
+                    print("   " + line, file=sys.stderr)
         if size in baseline_sizes:
             blog = root / "baseline.log"
             bwall, bpeak, bcode, _ = measure([sys.executable, __file__, "--baseline-run", str(root)], blog)

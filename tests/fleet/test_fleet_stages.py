@@ -4,6 +4,7 @@ read by the real readers, checked row by row."""
 from __future__ import annotations
 
 import gc
+import shutil
 import types
 from pathlib import Path
 from typing import Any
@@ -577,3 +578,40 @@ def test_compiled_schema_agrees_with_jsonschema_on_mutated_documents():
             assert schema_predicate(doc.kind)(body) == validator_for(doc.kind).is_valid(body), (doc.source, body)
             checked += 1
     assert checked > 3000
+
+
+def test_the_fleet_benchs_floor_reads_the_same_documents_the_parse_makes(spark, tmp_path, monkeypatch):
+    """`fleet_bench.py --floor` times the pipeline with its parsing done beforehand: the rows it
+    parsed in other processes, read back by Spark's JSON reader, are the documents (and so the
+    issues and topics) the desired stage's own parse makes, mistakes included."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("_bench_fleet_floor", EXAMPLES.parent / "bench" / "fleet_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    tree = tmp_path / "repo"
+    shutil.copytree(EXAMPLES / "clusters", tree / "clusters")
+    write_yaml(tree / "clusters" / "dev" / "bad.yaml", topic("dup", cluster=None, partitions=0),
+               topic("orders.events.v1", cluster=None))
+    (tree / "clusters" / "dev" / "broken.yml").write_text("kind: KafkaTopic\nmetadata: {name: [\n")
+    parsed = bench.parse_beforehand(tree, tmp_path / "rows", 1)
+    assert parsed["files"] == len(bench.manifest_files(tree)) == len(find_yaml_files(tree))
+    assert parsed["parse_cpu"] > 0 and parsed["yaml_cpu"] > 0
+
+    def documents(loaded: desired.Desired) -> tuple[list, list, list]:
+        key = lambda r: (r["file"], r["index"] if r["index"] is not None else -1, str(r))  # noqa: E731
+        return (sorted(rows(loaded.docs), key=key), sorted(rows(loaded.issues), key=key),
+                sorted(rows(loaded.topics), key=key))
+
+    own = desired.load(spark, [str(tree)])
+    want = documents(own)
+    own.unpersist()
+    monkeypatch.setattr(desired, "parse", bench.rows_reader(tmp_path / "rows"))
+    given = desired.load(spark, [str(tree)])
+    got = documents(given)
+    given.unpersist()
+    assert parsed["documents"] == len(want[0])
+    assert got == want
+    assert {"YamlSyntaxError", "DuplicateTopic"} <= {i["rule"] for i in want[1]}
