@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from bench_helpers import load_bench
 from fleet_helpers import SnapTopic, acl, entry, kcluster, topic, write_snapshot, write_yaml
 
 from kafkaops.fleet import access, desired, drift, observed, orphans, plan
@@ -584,13 +585,7 @@ def test_the_fleet_benchs_floor_reads_the_same_documents_the_parse_makes(spark, 
     """`fleet_bench.py --floor` times the pipeline with its parsing done beforehand: the rows it
     parsed in other processes, read back by Spark's JSON reader, are the documents (and so the
     issues and topics) the desired stage's own parse makes, mistakes included."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location("_bench_fleet_floor", EXAMPLES.parent / "bench" / "fleet_bench.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_bench("fleet_bench")
     tree = tmp_path / "repo"
     shutil.copytree(EXAMPLES / "clusters", tree / "clusters")
     write_yaml(tree / "clusters" / "dev" / "bad.yaml", topic("dup", cluster=None, partitions=0),

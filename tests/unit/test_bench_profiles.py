@@ -5,28 +5,16 @@ pauses to the engine step they fell in. Pure bookkeeping: no server, no timing a
 from __future__ import annotations
 
 import gc
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from bench_helpers import load_bench
 
 from kafkaops.reconcile import engine as engine_module
 from kafkaops.reconcile.ownership import Ownership
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def _bench(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_fleet_bench_charges_cpu_to_the_stage_announced_at_the_sample_before(tmp_path: Path) -> None:
-    stage_cpu = _bench("fleet_bench").StageCpu
+    stage_cpu = load_bench("fleet_bench").StageCpu
     log = tmp_path / "fleet.log"
     log.write_text("")
     stages = stage_cpu(log)
@@ -61,7 +49,7 @@ def test_fleet_bench_charges_cpu_to_the_stage_announced_at_the_sample_before(tmp
 
 
 def test_apply_bench_phases_charge_time_and_collector_pauses_to_their_step() -> None:
-    phases = _bench("apply_bench").Phases()
+    phases = load_bench("apply_bench").Phases()
     phases.marks = [(1.0, "plan"), (2.0, "other"), (2.5, "send"), (4.0, "other"), (4.2, "wait"), (5.0, "record"),
                     (5.5, "record")]
     # a pause is charged to the step it started in: one starting as `send` begins is send's
@@ -72,7 +60,7 @@ def test_apply_bench_phases_charge_time_and_collector_pauses_to_their_step() -> 
 
 
 def test_apply_bench_phases_wrap_the_engine_and_put_it_back() -> None:
-    phases = _bench("apply_bench").Phases()
+    phases = load_bench("apply_bench").Phases()
     originals = {name: getattr(engine_module, name) for name, _ in phases.STEPS}
     phases.install()
     try:
