@@ -33,3 +33,42 @@ def test_a_small_local_run_has_room_for_its_compiled_code(spark) -> None:
              and len(line.split()) >= 4}
     assert flags["TieredStopAtLevel"] == "1"
     assert int(flags["ReservedCodeCacheSize"]) >= 240 * 1024 * 1024
+
+
+_COMPILATIONS = """
+import json, random
+from kafkaops.fleet.session import create_session
+
+spark = create_session("local[1]", small=True)
+metric = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+frame = spark.createDataFrame([(i, f"n{i}") for i in range(50)], "a int, b string")
+frame.count()  # what reading Python's rows needs, before counting
+
+
+def compilations(mode):
+    spark.conf.set("spark.sql.codegen.factoryMode", mode)
+    before = metric.getCount()
+    k = random.randrange(10**6, 10**7)  # code never generated before: none from Spark's cache
+    rows = frame.filter(f"a % 3 = 0 and a + {k} > 0").selectExpr(f"a * {k} as c", "upper(b) as d").collect()
+    assert len(rows) == 17
+    return metric.getCount() - before
+
+
+small = compilations(spark.conf.get("spark.sql.codegen.factoryMode"))
+print(json.dumps({"small": small, "compiled": compilations("FALLBACK"), "page": spark.conf.get("spark.buffer.pageSize")}))
+spark.stop()
+"""
+
+
+def test_a_small_local_run_evaluates_expressions_without_compiling_them() -> None:
+    # The small-input settings rely on an internal Spark setting (spark.sql.codegen.factoryMode):
+    # a small run's filter and projection are evaluated, not compiled to Java first; the same query
+    # with Spark's default mode, in the same JVM, compiles (so the count can see it). A run of its
+    # own: the tests' shared session has the large-run settings.
+    import json
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", _COMPILATIONS], capture_output=True, text=True, timeout=180)
+    assert shown.returncode == 0, shown.stderr
+    counts = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert counts == {"small": 0, "compiled": counts["compiled"], "page": "1m"} and counts["compiled"] >= 1, counts
