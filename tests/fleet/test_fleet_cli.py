@@ -1,6 +1,7 @@
 """`kafkaops fleet plan` as a user runs it: arguments checked before Spark starts, a quiet console.
 
-Everything here goes through the real entry point in a child process (`python -m kafkaops`).
+Everything here goes through the real entry point in a child process (`python -m kafkaops`, or the
+installed `kafkaops` script); one run to compare with is made in this process.
 """
 
 from __future__ import annotations
@@ -188,24 +189,30 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
 
 @pytest.mark.skipif(shutil.which("java") is None and not os.environ.get("JAVA_HOME"),
                     reason="no Java runtime: `make setup` installs one (Spark needs it)")
-def test_the_installed_command_splits_planning_and_plans_the_same(inputs):
+def test_the_installed_command_splits_planning_and_plans_the_same(inputs, spark):
     """`kafkaops fleet plan --plan-task-topics 4`, typed as a user types it (the installed console
     script): examples/ declares 9 topics per cluster, none settled in these snapshots, so each
-    cluster is planned in 3 tasks; the plan dataset is the one of a run without the option."""
+    cluster is planned in 3 tasks; the plan dataset is the one of a run without the option (run
+    in this process, on the tests' shared Spark session: a JVM with the large-run settings, where
+    the command's run of this small input had the small-input ones)."""
     import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from kafkaops.cli.main import cli
 
     command = Path(sys.executable).with_name("kafkaops")
     assert command.exists(), "the console script `pip install` writes"
+    arguments = ["fleet", "plan", "-f", str(EXAMPLES / "clusters"), "--observed", str(inputs["snaps"]), "--output-dir"]
+    split = subprocess.run([str(command), *arguments, str(inputs["tmp"] / "split"), "--plan-task-topics", "4"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=600)
+    whole = CliRunner().invoke(cli, [*arguments, str(inputs["tmp"] / "whole")], catch_exceptions=False)
     plans = {}
-    for name, extra in (("split", ["--plan-task-topics", "4"]), ("whole", [])):
-        out = inputs["tmp"] / name
-        result = subprocess.run([str(command), "fleet", "plan", "-f", str(EXAMPLES / "clusters"), "--observed",
-                                 str(inputs["snaps"]), "--output-dir", str(out), *extra],
-                                capture_output=True, text=True, cwd=ROOT, timeout=600)
-        assert result.returncode == 2, result.stderr  # changes pending, no policy given
-        stage = next(line for line in result.stderr.splitlines() if line.startswith("[4/9] plan: ") and " - " in line)
+    for name, code, stderr in (("split", split.returncode, split.stderr), ("whole", whole.exit_code, whole.stderr)):
+        assert code == 2, stderr  # changes pending, no policy given
+        stage = next(line for line in stderr.splitlines() if line.startswith("[4/9] plan: ") and " - " in line)
         assert ("; 2 large cluster(s) planned in 6 tasks (--plan-task-topics 4) - " in stage) == (name == "split"), stage
-        plans[name] = sorted(map(repr, pq.read_table(out / "plan").to_pylist()))
+        plans[name] = sorted(map(repr, pq.read_table(inputs["tmp"] / name / "plan").to_pylist()))
+    assert ", small-input settings - " in split.stderr and ", small-input settings - " not in whole.stderr
     assert plans["split"] == plans["whole"] and len(plans["whole"]) >= 16
 
 
