@@ -30,9 +30,10 @@ cluster the same plan() plus orphans, drift of topics, and access by a prefix di
 `--floor` also measures what the run costs without its Python parsing: every manifest file is
 parsed once beforehand by `parse_files` (what the desired stage's Spark tasks run), in a process
 per core, into JSON rows kept beside the fleet (its CPU seconds per document are reported, and
-those of the YAML library alone: libyaml composing the same files with kafkaops' loader); then
-the same `kafkaops fleet plan` runs with the desired stage reading those rows with Spark's JSON
-reader instead of parsing (`--floor-run`). Its wall time is the pipeline's floor on this machine
+those of the YAML library alone: libyaml composing the same files with kafkaops' loader, and of
+SnakeYAML, the JVM's, composing them in one thread of a JVM: what a parse in the JVM would start
+from); then the same `kafkaops fleet plan` runs with the desired stage reading those rows with
+Spark's JSON reader instead of parsing (`--floor-run`). Its wall time is the pipeline's floor on this machine
 for this code: all of Spark's work (the JSON rows read, the set rules, plan, drift, orphans,
 policy, access, report) and none of the parsing's, so the run's wall time minus it is what
 parsing costs, and a goal under it cannot be reached by parsing faster.
@@ -43,6 +44,8 @@ parsing costs, and a goal under it cannot be reached by parsing faster.
 
 The second form is one new cluster: every declared topic missing from its snapshot, so nothing
 is settled and the whole cluster reaches the planner (split into tasks: `--plan-task-topics`).
+`--conf KEY=VALUE` (repeatable) goes to the run's `kafkaops fleet plan`: a changed default can be
+run against its old value with the same code, alternating.
 
 Generated fleets are kept under --work (default /tmp/kafkaops-fleet-bench) and reused.
 Not a test: numbers vary with the machine; the figures measured are in docs/benchmarks.md.
@@ -598,6 +601,32 @@ def parse_beforehand(repo: Path, rows: Path, processes: int) -> dict[str, float]
             "parse_cpu": sum(d[2] for d in done), "yaml_cpu": sum(d[3] for d in done)}
 
 
+def jvm_yaml(repo: Path) -> dict[str, float]:
+    """SnakeYAML, the YAML 1.1 library Spark ships (the one a desired stage parsing in the JVM would
+    use), composing every manifest under `repo` into nodes with their line marks, in one thread of a
+    JVM started with Spark's jars: {documents, cpu} (that thread's CPU seconds, its JIT warm-up in
+    them as a run's would be). Driven over Py4J one file at a time: no Java to compile."""
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = launch_gateway()
+    try:
+        jvm = gateway.jvm
+        options = jvm.org.yaml.snakeyaml.LoaderOptions()
+        options.setCodePointLimit(2**31 - 1)
+        threads = jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+        documents = 0
+        started = threads.getCurrentThreadCpuTime()  # Py4J runs one caller's calls in one JVM thread
+        for f in manifest_files(repo):
+            text = jvm.java.nio.file.Files.readString(jvm.java.io.File(str(f)).toPath())
+            composed = jvm.org.yaml.snakeyaml.Yaml(options).composeAll(jvm.java.io.StringReader(text))
+            documents += jvm.scala.jdk.javaapi.CollectionConverters.asScala(composed).size()
+        return {"documents": documents, "cpu": (threads.getCurrentThreadCpuTime() - started) / 1e9}
+    finally:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # PySpark's gateway JVM exits when its stdin closes
+        gateway.proc.wait()
+
+
 def rows_reader(rows: str | Path):  # noqa: ANN201 - a stand-in for desired.parse
     """A stand-in for `desired.parse` that ignores the manifests' texts and reads the rows parsed
     beforehand under `rows` with Spark's JSON reader (the same schema, kept in as many partitions)."""
@@ -639,6 +668,8 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, default=CLUSTERS, help="clusters the topics are spread over")
     parser.add_argument("--new", action="store_true",
                         help="no declared topic in any snapshot (new clusters: every topic a create)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to `kafkaops fleet plan --conf` (repeatable): to compare settings")
     parser.add_argument("--floor", action="store_true",
                         help="also run the pipeline with its parsing done beforehand (the floor without parsing)")
     parser.add_argument("--baseline-run", default=None, help=argparse.SUPPRESS)
@@ -665,6 +696,8 @@ def main() -> None:
                 "--driver-memory", args.driver_memory]
         if args.master:
             argv += ["--master", args.master]
+        for setting in args.conf:
+            argv += ["--conf", setting]
         log = root / "fleet.log"
         cpu: dict[tuple[int, int], tuple[str, float]] = {}
         by_stage = StageCpu(log)
@@ -691,6 +724,10 @@ def main() -> None:
                   f"{processes} processes: parse_files {parsed['parse_cpu']:.1f} CPU s "
                   f"({parsed['parse_cpu'] * per_doc:.1f} µs per document), of it at least the YAML library's "
                   f"{parsed['yaml_cpu']:.1f} CPU s ({parsed['yaml_cpu'] * per_doc:.1f} µs)", file=sys.stderr)
+            snake = jvm_yaml(root / "repo")
+            print(f"the JVM's YAML library (SnakeYAML, shipped with Spark) composing the same files: "
+                  f"{snake['documents']:,} documents, {snake['cpu']:.1f} CPU s in one thread "
+                  f"({snake['cpu'] * 1e6 / max(1, snake['documents']):.1f} µs per document)", file=sys.stderr)
             flog = root / "floor.log"
             fwall, fpeak, fcode, _ = measure([sys.executable, __file__, "--floor-run", str(root / "floor-rows"), "--",
                                               *argv[3:]], flog)
