@@ -42,7 +42,7 @@ from kafkaops.fleet.session import create_session
 spark = create_session("local[1]", small=True)
 metric = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
 frame = spark.createDataFrame([(i, f"n{i}") for i in range(50)], "a int, b string")
-frame.count()  # what reading Python's rows needs, before counting
+frame.count()  # whatever turning Python's rows into Spark's compiles, it does so before the counts
 
 
 def compilations(mode):

@@ -37,15 +37,15 @@ DEFAULT_DRIVER_MEMORY = "4g"
 # by this measure) filled it during its report stage; HotSpot flushed most compiled methods and
 # compiled them again (report stage 10-12 s against 8 s with room), and in one run disabled its
 # compiler, printing "CodeCache is full. Compiler has been disabled" on the user's console.
-# Nor does such a run compile the expressions left outside whole-stage code (projections,
-# predicates, orderings): `spark.sql.codegen.factoryMode=NO_CODEGEN` evaluates them on Spark's
-# interpreted path, the one it falls back to whenever compiling fails (an internal setting, read by
-# CodeGeneratorWithInterpretedFallback in any mode, not only in Spark's tests). And its memory
-# pages are 1 MiB: Spark sizes a page from the heap (64 MiB with a 4 GiB driver), every hash
-# aggregation and broadcast hash join takes at least one, and the broadcast relations of the
-# stages' cached plans stay live, so examples/' 29 documents kept ~1 GiB of pages and the JVM
-# collected for 2.6 s; a record larger than a page gets a page of its own size, so nothing is
-# limited by it. docs/benchmarks.md has the figures ("A small fleet's fixed cost").
+# Nor does such a run compile the projections and predicates left outside whole-stage code:
+# `spark.sql.codegen.factoryMode=NO_CODEGEN` evaluates them on Spark's interpreted path, the one it
+# falls back to whenever compiling fails (an internal setting, read by
+# CodeGeneratorWithInterpretedFallback in any mode, not only in Spark's tests; a sort's range
+# partitioning still compiles its ordering). And its memory pages are 1 MiB: Spark sizes a page
+# from the heap (64 MiB with a 4 GiB driver), hash aggregations and broadcast hash joins take whole
+# pages however few their rows, and the broadcast relations of the stages' cached plans stay live,
+# so examples/' 29 documents kept ~1 GiB of pages and the JVM collected for 2.6 s; a record larger
+# than a page gets a page of its own size, so nothing is limited by it. docs/benchmarks.md has the figures ("A small fleet's fixed cost").
 SMALL_INPUT_BYTES = 32 * 1024 * 1024
 SMALL_RUN = {
     "spark.sql.shuffle.partitions": "1",
