@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# the test suite in two processes (pytest-xdist; tests/conftest.py says what runs together); WORKERS= runs it in one
+WORKERS ?= -n 2
 
 .PHONY: setup test demo fleet-demo fleet-report-png bench bench-operator bench-fleet dev-cluster image clean soak
 
@@ -24,7 +26,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: setup
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(WORKERS) $(PYTEST_ARGS)
 
 demo: setup
 	$(PY) -m kafkaops.demo

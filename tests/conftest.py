@@ -12,6 +12,41 @@ import pytest
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import start_noida, start_tansu
 
+# `make test` runs the suite in two pytest-xdist workers. What one worker runs together:
+# the fleet tests (one Spark session: a JVM each worker would start again), otherwise a file (its
+# module fixtures: an operator, an API emulator, a built venv, set up once). The scopes that take
+# longest (pytest --durations, docs/benchmarks.md "The test suite's time") go out first, so the
+# last scope to finish is a short one.
+SHARED_SCOPES = {"tests/fleet/": "tests/fleet/ (one Spark session)"}
+LONG_FIRST = ("tests/fleet/", "tests/e2e/", "tests/soak/", "tests/kubectl/", "tests/cli/")
+
+
+def _scope(nodeid: str) -> str:
+    for prefix, scope in SHARED_SCOPES.items():
+        if nodeid.startswith(prefix):
+            return scope
+    return nodeid.split("::", 1)[0]
+
+
+def _rank(scope: str) -> int:
+    return next((i for i, prefix in enumerate(LONG_FIRST) if scope.startswith(prefix)), len(LONG_FIRST))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler.loadscope import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+        def _assign_work_unit(self, node: object) -> None:
+            first = min(self.workqueue, key=lambda scope: (_rank(scope), -len(self.workqueue[scope])))
+            self.workqueue.move_to_end(first, last=False)
+            super()._assign_work_unit(node)
+
+    return Scheduling(config, log)
+
 
 @pytest.fixture(autouse=True)
 def _collector_restored() -> Iterator[None]:

@@ -22,13 +22,18 @@ from kafkaops.kafka.security import (
     install_redaction,
     uninstall_redaction,
 )
+from kafkaops.kafka.security import settings as security_settings
 
 PASSWORD = "pw-9f3K-redaction-test"
 TOKEN = "tok-77Q-redaction-test"
 
 
 @pytest.fixture
-def redaction() -> Iterator[RedactingFilter]:
+def redaction(monkeypatch: pytest.MonkeyPatch) -> Iterator[RedactingFilter]:
+    # the process's held secrets are this test's alone: another test's settings holding "b" as a
+    # password would scrub every "b" here (the held set lives as long as the process: a worker
+    # running many test files)
+    monkeypatch.setattr(security_settings, "_HELD_SECRETS", set())
     before = logging.getLogRecordFactory()
     installed = install_redaction()
     yield installed
