@@ -74,3 +74,16 @@ def test_apply_bench_phases_wrap_the_engine_and_put_it_back() -> None:
         phases.remove()
     assert all(getattr(engine_module, name) is original for name, original in originals.items())
     assert phases.on_collection not in gc.callbacks
+
+
+def test_suite_times_sums_a_junit_report_by_file(tmp_path: Path) -> None:
+    report = tmp_path / "suite.xml"
+    report.write_text(
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" time="12.5">'
+        '<testcase classname="tests.fleet.test_fleet_cli" name="a" time="4.0"/>'
+        '<testcase classname="tests.fleet.test_fleet_cli" name="b" time="1.5"/>'
+        '<testcase classname="tests.e2e.test_operator_e2e.TestStorm" name="c" time="6.25"/>'
+        '</testsuite></testsuites>')
+    wall, by_file = load_bench("suite_times").times(report)
+    assert wall == 12.5
+    assert by_file == {"tests/fleet/test_fleet_cli.py": 5.5, "tests/e2e/test_operator_e2e.py": 6.25}
