@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -46,12 +46,14 @@ class CredentialsError(ValueError):
 
 @dataclass
 class TlsFiles:
-    """A private directory holding a cluster's TLS material for the lifetime of its context."""
+    """A private directory (0700, files 0600) holding a cluster's TLS material for the lifetime of
+    its context; made at the first file, so a cluster without TLS leaves nothing on disk."""
 
-    directory: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="kafkaops-tls-")))
+    directory: Path | None = None
 
     def write(self, name: str, data: bytes) -> str:
-        os.chmod(self.directory, 0o700)
+        if self.directory is None:
+            self.directory = Path(tempfile.mkdtemp(prefix="kafkaops-tls-"))  # mkdtemp: 0700
         path = self.directory / name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as out:
@@ -59,7 +61,9 @@ class TlsFiles:
         return str(path)
 
     def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
 
 
 class SecretGuard(Protocol):
