@@ -134,8 +134,8 @@ class Soak:
 
     def stop(self, keep: bool = False) -> None:
         for operator in getattr(self, "operators", []):
-            if operator is not None:
-                operator.stop(remove=False)
+            if operator is not None:  # its logs are in the emulator's directory; its own is empty
+                operator.stop()
         for child in (getattr(self, "kafka", None), getattr(self, "api", None)):
             if child is not None:
                 child.stop(remove=not keep)
@@ -392,6 +392,7 @@ class Soak:
         assert operator is not None
         self.step(f"kill -9 operator {index} (pid {operator.pid})")
         operator.kill()
+        operator.stop()  # its (empty) directory; the log stays in the emulator's
         time.sleep(self.rng.uniform(0.5, 2.0))
         self.operators[index] = self._operator(index)
         self.operator_started[index] = time.monotonic()
