@@ -34,6 +34,8 @@ def _rank(scope: str) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getoption("dist") != "load":  # `-n N` alone means load; another --dist is asked for
+        return None
     from xdist.scheduler.loadscope import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
