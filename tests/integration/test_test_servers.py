@@ -1,0 +1,44 @@
+"""The test servers (noida-db, Tansu) start on a free port and are known to be ours: a port that
+answers may be another process's (free_port's number is free when picked; a test in another
+pytest-xdist worker may take it before the server binds it), and a test must never talk to
+another worker's server believing it is its own."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from kafkaops.testing import servers
+
+
+@pytest.fixture
+def taken() -> Iterator[int]:
+    """A loopback port another process (this one, for the test) listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def test_which_process_listens_on_a_port(taken: int) -> None:
+    assert servers.listening_pid_sockets(os.getpid(), taken) is True
+    assert servers.listening_pid_sockets(os.getpid(), servers.free_port()) is False
+
+
+def test_a_server_asked_for_a_taken_port_fails_and_says_so(taken: int) -> None:
+    with pytest.raises(RuntimeError, match=rf"noida-db did not start: 127.0.0.1:{taken} is another process's"):
+        servers.start_noida(port=taken)
+
+
+def test_a_chosen_port_taken_before_the_server_binds_it_is_chosen_again(taken: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    picks = iter([taken])
+    real = servers.free_port
+    monkeypatch.setattr(servers, "free_port", lambda host="127.0.0.1": next(picks, None) or real(host))
+    with servers.start_noida() as server:
+        assert server.port != taken
+        assert servers.listening_pid_sockets(server.pid, server.port) is True
+        with socket.create_connection((server.host, server.port), timeout=5):
+            pass
