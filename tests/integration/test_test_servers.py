@@ -24,8 +24,8 @@ def taken() -> Iterator[int]:
 
 
 def test_which_process_listens_on_a_port(taken: int) -> None:
-    assert servers.listening_pid_sockets(os.getpid(), taken) is True
-    assert servers.listening_pid_sockets(os.getpid(), servers.free_port()) is False
+    assert servers.pid_listens_on(os.getpid(), taken) is True
+    assert servers.pid_listens_on(os.getpid(), servers.free_port()) is False
 
 
 def test_a_server_asked_for_a_taken_port_fails_and_says_so(taken: int) -> None:
@@ -39,6 +39,6 @@ def test_a_chosen_port_taken_before_the_server_binds_it_is_chosen_again(taken: i
     monkeypatch.setattr(servers, "free_port", lambda host="127.0.0.1": next(picks, None) or real(host))
     with servers.start_noida() as server:
         assert server.port != taken
-        assert servers.listening_pid_sockets(server.pid, server.port) is True
+        assert servers.pid_listens_on(server.pid, server.port) is True
         with socket.create_connection((server.host, server.port), timeout=5):
             pass

@@ -28,12 +28,16 @@ PASSWORD = "pw-9f3K-redaction-test"
 TOKEN = "tok-77Q-redaction-test"
 
 
-@pytest.fixture
-def redaction(monkeypatch: pytest.MonkeyPatch) -> Iterator[RedactingFilter]:
-    # the process's held secrets are this test's alone: another test's settings holding "b" as a
-    # password would scrub every "b" here (the held set lives as long as the process: a worker
-    # running many test files)
+@pytest.fixture(autouse=True)
+def _own_held_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The secrets the process holds are each test's own here: another test's settings holding "b"
+    as a password would scrub every "b" (the held set lives as long as the process, and a
+    pytest-xdist worker runs many test files)."""
     monkeypatch.setattr(security_settings, "_HELD_SECRETS", set())
+
+
+@pytest.fixture
+def redaction() -> Iterator[RedactingFilter]:
     before = logging.getLogRecordFactory()
     installed = install_redaction()
     yield installed

@@ -28,7 +28,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def listening_pid_sockets(pid: int, port: int) -> bool | None:
+def pid_listens_on(pid: int, port: int) -> bool | None:
     """Whether process `pid` holds a TCP socket listening on `port`; None where /proc cannot say
     (not Linux). A port that answers may be another process's: free_port's number is free when it
     is picked, and a test running at the same time (another pytest-xdist worker) may take it first."""
@@ -64,7 +64,7 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
                 raise PortTaken(f"{host}:{port} is another process's: the server exited with code {process.returncode}")
             raise RuntimeError(f"server exited with code {process.returncode} before listening on {host}:{port}")
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
-            if process is None or listening_pid_sockets(process.pid, port) is not False:
+            if process is None or pid_listens_on(process.pid, port) is not False:
                 return
             another = True  # ours is still starting, or fails to bind and exits
         time.sleep(0.05)
