@@ -4,8 +4,9 @@ report, summed by directory and by file, with the run's wall time beside it.
     .venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --junitxml=/tmp/suite.xml
     .venv/bin/python bench/suite_times.py /tmp/suite.xml [--files 15]
 
-With workers, the sum of the tests' times over the wall time is how many were tests running on average;
-a directory's sum growing between a serial and a parallel run is the workers competing for cores.
+With workers, the sum of the tests' times over the wall time is how many tests ran at once on
+average; a directory's sum growing between a serial and a parallel run is the workers competing
+for the cores.
 """
 
 from __future__ import annotations
