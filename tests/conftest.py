@@ -17,15 +17,12 @@ from kafkaops.testing.servers import start_noida, start_tansu
 # module fixtures: an operator, an API emulator, a built venv, set up once). The scopes that take
 # longest (pytest --durations, docs/benchmarks.md "The test suite's time") go out first, so the
 # last scope to finish is a short one.
-SHARED_SCOPES = {"tests/fleet/": "tests/fleet/ (one Spark session)"}
-LONG_FIRST = ("tests/fleet/", "tests/e2e/", "tests/soak/", "tests/kubectl/", "tests/cli/")
+FLEET = "tests/fleet/"
+LONG_FIRST = (FLEET, "tests/e2e/", "tests/soak/", "tests/kubectl/", "tests/cli/")
 
 
 def _scope(nodeid: str) -> str:
-    for prefix, scope in SHARED_SCOPES.items():
-        if nodeid.startswith(prefix):
-            return scope
-    return nodeid.split("::", 1)[0]
+    return FLEET if nodeid.startswith(FLEET) else nodeid.split("::", 1)[0]
 
 
 def _rank(scope: str) -> int:
