@@ -8,13 +8,18 @@ WORKERS ?= -n 2
 
 .PHONY: setup test demo fleet-demo fleet-report-png bench bench-operator bench-fleet dev-cluster image clean soak
 
-setup: $(STAMP)
+# the fleet's JVM reader (operator/kafkaops/fleet/jvm_rows.py), compiled against the jars PySpark ships
+JAVA_SRC := operator/kafkaops/fleet/jvm/TopicRows.java
+JAR      := operator/kafkaops/fleet/jvm/kafkaops-fleet.jar
+
+setup: $(STAMP) $(JAR)
 
 $(STAMP): pyproject.toml
-	@# PySpark (the fleet pipeline) needs a Java runtime (17+); install Debian's when there is none.
-	command -v java >/dev/null 2>&1 || { \
+	@# PySpark (the fleet pipeline) needs Java 17+, and its JVM reader a compiler: install Debian's JDK when
+	@# there is none.
+	command -v javac >/dev/null 2>&1 || { \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jre-headless; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq default-jdk-headless; }
 	@# The fleet report's browser test (and `make fleet-report-png`) drive headless Chromium.
 	command -v chromium >/dev/null 2>&1 || { \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
@@ -24,6 +29,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+$(JAR): $(JAVA_SRC) $(STAMP)
+	rm -rf build/jvm && mkdir -p build/jvm
+	javac --release 17 -nowarn -d build/jvm -cp "$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" $(JAVA_SRC)
+	jar --create --file $@ -C build/jvm .
 
 test: setup
 	$(PY) -m pytest -q $(WORKERS) $(PYTEST_ARGS)

@@ -632,7 +632,7 @@ def rows_reader(rows: str | Path):  # noqa: ANN201 - a stand-in for desired.pars
     beforehand under `rows` with Spark's JSON reader (the same schema, kept in as many partitions)."""
     from kafkaops.fleet import desired
 
-    def parse(spark, files, partitions=None):  # noqa: ANN001, ANN202 - desired.parse's signature
+    def parse(spark, files, partitions=None, jvm_files=None):  # noqa: ANN001, ANN202, ARG001 - desired.parse's signature
         parsed = spark.read.schema(desired.doc_schema()).option("mode", "FAILFAST").json(Path(rows).resolve().as_uri())
         return parsed if partitions is None else parsed.coalesce(partitions)
 

@@ -107,6 +107,8 @@ def test_wheel_holds_no_test_doubles(wheel: Path) -> None:
         names = archive.namelist()
         assert not [n for n in names if n.startswith("kafkaops/testing")], "test doubles in the wheel"
         assert "kafkaops/resources/schemas/kafkatopic.json" in names  # package data still ships
+        # the fleet's JVM reader: its source always, its jar when `make setup` has built it (it has, here)
+        assert {"kafkaops/fleet/jvm/TopicRows.java", "kafkaops/fleet/jvm/kafkaops-fleet.jar"} <= set(names)
         naming = {n for n in names if n.endswith(".py") and b"kafkaops.testing" in archive.read(n)}
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert naming <= MAY_NAME_TEST_DOUBLES, naming - MAY_NAME_TEST_DOUBLES

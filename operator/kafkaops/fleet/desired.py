@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kafkaops.fleet import hadoopfs
+from kafkaops.fleet import hadoopfs, jvm_rows
 from kafkaops.fleet.documents import DOC_COLUMNS, parse_files
 from kafkaops.fleet.errors import FleetError
 from kafkaops.resources.kinds import (
@@ -43,6 +43,7 @@ from kafkaops.resources.set_rules import (
 )
 
 if TYPE_CHECKING:
+    from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame, SparkSession
 
 YAML_GLOB = "*.{yaml,yml}"
@@ -97,6 +98,16 @@ class Desired:
     client_quotas: DataFrame | None = None  # valid KafkaClientQuotas: quota_entity, entity, quotas
     valid: DataFrame | None = None  # the valid documents (cached), which the tables above select from;
     # with `line` (where the document starts) and `field_lines` (field -> line, for the report's links)
+    reader: str = "off"  # the JVM reader (jvm_rows.state): on | off | not built
+    jvm_files: Accumulator[int] | None = None  # files it read, once the documents are computed
+
+    def reader_note(self) -> str:
+        """How the files were read, for the stage's line."""
+        if self.reader == "on" and self.jvm_files is not None:
+            return f"{self.jvm_files.value:,} read in the JVM"
+        if self.reader == "not built":
+            return f"all parsed in Python: the JVM reader ({jvm_rows.JAR_NAME}) is not built, `make setup` builds it"
+        return "all parsed in Python"
 
     def unpersist(self) -> None:
         for frame in (self.docs, self.issues, self.valid):
@@ -123,11 +134,37 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None) -> DataFrame:
+def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None,
+          jvm_files: Accumulator[int] | None = None) -> DataFrame:
     """Parse and check every document, distributed: one row per document (doc_schema), in at most
-    `partitions` partitions (document_partitions)."""
-    rows = files.rdd.mapPartitions(lambda part: parse_files((r[0], r[1]) for r in part))
-    parsed = spark.read.schema(doc_schema()).option("mode", "FAILFAST").json(rows)
+    `partitions` partitions (document_partitions).
+
+    A file the JVM reader vouches for (jvm_rows.py) has its rows made in the JVM (counted in
+    `jvm_files`); every other file is parsed by documents.parse_files in a Python worker. Either way
+    a file's rows are one text of JSON lines, which Spark splits and reads as typed rows. The
+    reader's rows pass through the Python task untouched: the other ways of joining the two, a
+    Python UDF beside the reader's column (Spark then queued the reader's rows while Python worked:
+    the JVM's peak 4.5 GiB against 3.2) or two scans of the files (the reader run twice), cost more
+    (docs/benchmarks.md, "Plain topic files read in the JVM")."""
+    from pyspark.sql import functions as F
+
+    file, text = (F.col(c) for c in files.columns[:2])
+    rows = jvm_rows.rows_column(file, text) if jvm_rows.state(spark) == "on" else F.lit(None).cast("string")
+    # the text goes on to Python only for a file the JVM reader left to it
+    read = files.select(file.alias("file"), text.alias("text"), rows.alias("rows")).select(
+        "file", F.when(F.col("rows").isNull(), F.col("text")).alias("text"), "rows")
+
+    def blocks(part: Iterable[Any]) -> Iterator[tuple[str]]:
+        for name, content, made in part:
+            if made is not None and jvm_files is not None:
+                jvm_files.add(1)
+            block = made if made is not None else "\n".join(parse_files(((name, content),)))
+            if block:
+                yield (block,)
+
+    lines = spark.createDataFrame(read.rdd.mapPartitions(blocks), "block string").select(
+        F.explode(F.split("block", "\n")).alias("row"))
+    parsed = lines.select(F.from_json("row", doc_schema(), {"mode": "FAILFAST"}).alias("d")).select("d.*")
     return parsed if partitions is None else parsed.coalesce(partitions)
 
 
@@ -351,7 +388,9 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     from pyspark.sql import functions as F
 
     col = F.col
-    docs = parse(spark, read_files(spark, paths), kept_partitions(spark, paths)).persist(
+    reader = jvm_rows.state(spark)
+    jvm_files = spark.sparkContext.accumulator(0) if reader == "on" else None
+    docs = parse(spark, read_files(spark, paths), kept_partitions(spark, paths), jvm_files).persist(
         StorageLevel.MEMORY_AND_DISK)
     clusters = [(r["cluster"], r["namespace"]) for r in
                 docs.filter((col("kind") == KAFKA_CLUSTER) & col("cluster").isNotNull())
@@ -389,4 +428,4 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
         "cluster", "namespace", "bootstrap", "deletion_policy", "max_deletions", "allowed_namespaces", "file",
         "index", "name")
     return Desired(docs, issues, topics, acls, bindings, broker_configs, kafka_clusters, valid=valid, users=users,
-                   client_quotas=client_quotas)
+                   client_quotas=client_quotas, reader=reader, jvm_files=jvm_files)

@@ -58,13 +58,13 @@ DOC_COLUMNS = (
     "mechanism", "iterations", "password_source", "secret_name", "quotas", "entity", "quota_entity",
     "manages_acls", "principal_path",
 )
-_LINE_PATHS = ("metadata.name", "spec.topicName", "spec.principal", "spec.brokerId", "spec.clusterRef.name",
+LINE_PATHS = ("metadata.name", "spec.topicName", "spec.principal", "spec.brokerId", "spec.clusterRef.name",
                "spec.clusterRef", "spec", "spec.acls", "spec.quotas", "spec.entity", "spec.authentication")
 
 
 # The report links each finding to the line that declares it: field (as the plan, drift and policy
 # outputs name it) -> the manifest's field path.
-_FIELD_PATHS = {"resource": "metadata.name", "partitions": "spec.partitions",
+FIELD_PATHS = {"resource": "metadata.name", "partitions": "spec.partitions",
                 "replicationFactor": "spec.replicationFactor", "replicaAssignment": "spec.replicaAssignment",
                 "acl": "spec.acls", "config": "spec.config", "credential": "spec.authentication",
                 "quota": "spec.quotas", "entity": "spec.entity"}
@@ -73,7 +73,7 @@ _FIELD_PATHS = {"resource": "metadata.name", "partitions": "spec.partitions",
 def field_lines(doc: Document, body: Any) -> dict[str, int]:
     """The lines the report links to: the resource (metadata.name), its topic name, the fields the
     plan and drift name (`partitions`, `config.retention.ms`, `acl`...)."""
-    lines = {field: line for field, path in _FIELD_PATHS.items() if (line := doc.lines.get(path)) is not None}
+    lines = {field: line for field, path in FIELD_PATHS.items() if (line := doc.lines.get(path)) is not None}
     if (line := doc.lines.get("spec.topicName", lines.get("resource"))) is not None:
         lines["topic"] = line
     for section in ("config", "quotas"):
@@ -177,7 +177,7 @@ def document_row(doc: Document, dir_cluster: str | None, extra: Iterable[Validat
     row["line"] = doc.line
     row["valid"] = valid
     row["ref_namespace"] = nonempty_str(get_in(body, "spec", "clusterRef", "namespace")) or source.namespace
-    row["lines"] = {p: line for p in _LINE_PATHS if (line := doc.lines.get(p)) is not None}
+    row["lines"] = {p: line for p in LINE_PATHS if (line := doc.lines.get(p)) is not None}
     row["field_lines"] = field_lines(doc, body)
     row["issues"] = [_issue_row(i) for i in issues]
     model = build_resource(doc) if valid else None

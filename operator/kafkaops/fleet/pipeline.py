@@ -184,7 +184,8 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
                               .select("cluster").distinct().collect())
     desired.valid.count()  # cache the valid documents now; the parsed ones are not read again
     desired.docs.unpersist()
-    progress.end(f"{_n(stats['documents'])} documents in {_n(stats['files'])} files, {_n(invalid_docs)} invalid "
+    progress.end(f"{_n(stats['documents'])} documents in {_n(stats['files'])} files ({desired.reader_note()}), "
+                 f"{_n(invalid_docs)} invalid "
                  f"({_n(issues['errors'])} errors, {_n(issues['warnings'])} warnings), "
                  f"{len(desired_clusters)} clusters")
 

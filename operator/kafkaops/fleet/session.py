@@ -145,6 +145,7 @@ def create_session(
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    from kafkaops.fleet import jvm_rows
     from kafkaops.fleet.jvmconsole import launch_gateway
 
     builder = SparkSession.builder.appName(app_name)
@@ -186,6 +187,11 @@ def create_session(
                 settings["spark.driver.extraJavaOptions"] = " ".join(java)
     elif driver_memory:
         settings["spark.driver.memory"] = driver_memory
+    jar = jvm_rows.jar_path()
+    if jar.is_file():  # the desired stage's JVM reader (jvm_rows.py), shipped to executors on a cluster too
+        given = (conf or {}).get("spark.jars")
+        settings["spark.jars"] = f"{given},{jar}" if given else str(jar)
+        conf = {k: v for k, v in (conf or {}).items() if k != "spark.jars"}
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -75,10 +75,10 @@ MAX_TOPIC_NAME_LENGTH = 249
 MAX_REPLICATION_FACTOR = 32767
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
-_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
+TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_DNS_LABEL_RE = re.compile(rf"^{_DNS_LABEL}$")
+DNS_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+DNS_LABEL_RE = re.compile(rf"^{_DNS_LABEL}$")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$")
 _TOPIC_TO_BROKER = {topic_key: broker_key for broker_key, topic_key in BROKER_SYNONYMS.items()
                     if broker_key.startswith("log.") and broker_key in BROKER_CONFIGS}
@@ -119,7 +119,7 @@ def topic_name_problem(name: str) -> str | None:
         return f"topic name is {len(name)} characters long; Kafka allows at most {MAX_TOPIC_NAME_LENGTH}"
     if not name:
         return "topic name is empty"
-    if not _TOPIC_CHARS.match(name):
+    if not TOPIC_CHARS.match(name):
         bad = sorted({c for c in name if not re.match(r"[a-zA-Z0-9._-]", c)})
         return f"topic name {name!r} contains {''.join(bad)!r}; only ASCII letters, digits, '.', '_' and '-' are allowed"
     return None
@@ -162,12 +162,12 @@ def check_metadata(body: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(metadata, Mapping):
         return findings
     name = _str(metadata.get("name"))
-    if name and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+    if name and (len(name) > 253 or not DNS_SUBDOMAIN.match(name)):
         findings.append(error("metadata.name", f"{name!r} is not a valid Kubernetes name (lowercase letters, digits, "
                                                "'-' and '.', at most 253); set spec.topicName for the Kafka name",
                               INVALID_RESOURCE_NAME))
     namespace = _str(metadata.get("namespace"))
-    if namespace and (len(namespace) > 63 or not _DNS_LABEL_RE.match(namespace)):
+    if namespace and (len(namespace) > 63 or not DNS_LABEL_RE.match(namespace)):
         findings.append(error("metadata.namespace", f"{namespace!r} is not a valid Kubernetes namespace name",
                               INVALID_NAMESPACE))
     return findings
@@ -213,13 +213,13 @@ def check_cluster(spec: Mapping[str, Any], body: Mapping[str, Any]) -> list[Find
             if not isinstance(item, Mapping):
                 continue
             namespace = _str(item.get("namespace"))
-            if namespace and not _DNS_LABEL_RE.match(namespace):
+            if namespace and not DNS_LABEL_RE.match(namespace):
                 findings.append(error(join_path("spec.allowedNamespaces", i, "namespace"),
                                       f"{namespace!r} is not a valid namespace name", INVALID_NAMESPACE))
             prefixes = item.get("topicPrefixes")
             if isinstance(prefixes, list):
                 for j, prefix in enumerate(prefixes):
-                    if isinstance(prefix, str) and prefix and not _TOPIC_CHARS.match(prefix):
+                    if isinstance(prefix, str) and prefix and not TOPIC_CHARS.match(prefix):
                         findings.append(error(join_path("spec.allowedNamespaces", i, "topicPrefixes", j),
                                               f"{prefix!r} cannot start a topic name", INVALID_TOPIC_PREFIX))
     return findings
@@ -354,6 +354,8 @@ def _valid_number(values: Mapping[str, str], key: str) -> int | None:
         return None
 
 
+# The fleet's JVM reader (fleet/jvm/TopicRows.java) repeats the first two of these rules; a new rule
+# here names its keys in fleet/jvm_rows.py (a test reads this function for the keys it uses).
 def _check_config_combinations(values: Mapping[str, str], replicas: int | None) -> list[Finding]:
     findings: list[Finding] = []
     min_isr = _valid_number(values, "min.insync.replicas")
