@@ -12,7 +12,8 @@ same patterns, limits and topic-config specs `kafkaops validate` uses), and test
 two readers' rows document by document.
 
 The reader is a jar built from the Java source by `make setup` (javac; `jar_path()`); without it
-(a wheel installed where no JDK built it) every file is parsed in Python, and the run says so once.
+(a wheel installed where no JDK built it) every file is parsed in Python, and the desired stage's
+line says so.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ MIRRORED_COMBINATIONS = frozenset({"min.insync.replicas", "min.compaction.lag.ms
 UNMIRRORED_COMBINATIONS = frozenset({"remote.storage.enable"})
 ONLY_WITH_UNMIRRORED = frozenset({"cleanup.policy", "retention.ms", "retention.bytes", "local.retention.ms",
                                   "local.retention.bytes"})
-_CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOUBLE: "double", ConfigType.BOOLEAN: "boolean",
-                  ConfigType.STRING: "string", ConfigType.LIST: "list"}
+_CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOUBLE: "double",
+                  ConfigType.BOOLEAN: "boolean", ConfigType.STRING: "string", ConfigType.LIST: "list"}
 
 
 def jar_path() -> Path:
@@ -82,7 +83,7 @@ def rules_json() -> str:
 
 
 def state(spark: SparkSession) -> str:
-    """"on" (the reader is registered in this session), "off" (`--conf kafkaops.fleet.jvmReader=false`)
+    """"on" (the reader is registered in this session), "off" (`--conf spark.kafkaops.fleet.jvmReader=false`)
     or "not built" (the session's JVM does not have it)."""
     if spark.conf.get(CONF, "true").strip().lower() == "false":
         return "off"

@@ -568,7 +568,8 @@ public final class TopicRows implements UDF3<String, String, String, String> {
           fieldLines.put(entry.getKey(), line);
         }
       }
-      Integer topicLine = lines.containsKey("spec.topicName") ? lines.get("spec.topicName") : fieldLines.get("resource");
+      Integer topicLine = lines.containsKey("spec.topicName")
+          ? lines.get("spec.topicName") : fieldLines.get("resource");
       if (topicLine != null) {
         fieldLines.put("topic", topicLine);
       }
