@@ -183,6 +183,8 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert lines[0] == "[1/9] session: starting Spark ..." and lines[-1].startswith("done in ")
     assert lines[1].startswith("[1/9] session: Spark ") and ", small-input settings - " in lines[1]  # 0.1 MB of input
     assert all(line.startswith(("[", "  problem: ", "done in ")) for line in lines), lines
+    # the six plain topic files of examples/ read by the JVM reader, the ten others parsed in Python
+    assert any(line.startswith("[2/9] desired: 29 documents in 16 files (6 read in the JVM), ") for line in lines), lines
     assert result.stdout.splitlines()[-1] == f"report: {inputs['out']}/report.html"
     assert (inputs["out"] / "report.html").exists()
 
@@ -204,7 +206,9 @@ def test_the_installed_command_splits_planning_and_plans_the_same(inputs, spark)
     assert command.exists(), "the console script `pip install` writes"
     arguments = ["fleet", "plan", "-f", str(EXAMPLES / "clusters"), "--observed", str(inputs["snaps"]), "--output-dir"]
     # the two runs at once: each keeps a core busy only part of the time
-    with subprocess.Popen([str(command), *arguments, str(inputs["tmp"] / "split"), "--plan-task-topics", "4"],
+    # the command's run also parses every manifest in Python (the JVM reader off), the in-process one does not
+    with subprocess.Popen([str(command), *arguments, str(inputs["tmp"] / "split"), "--plan-task-topics", "4",
+                           "--conf", "spark.kafkaops.fleet.jvmReader=false"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT) as split:
         whole = CliRunner().invoke(cli, [*arguments, str(inputs["tmp"] / "whole")], catch_exceptions=False)
         split_stderr = split.communicate(timeout=600)[1]
@@ -215,6 +219,7 @@ def test_the_installed_command_splits_planning_and_plans_the_same(inputs, spark)
         assert ("; 2 large cluster(s) planned in 6 tasks (--plan-task-topics 4) - " in stage) == (name == "split"), stage
         plans[name] = sorted(map(repr, pq.read_table(inputs["tmp"] / name / "plan").to_pylist()))
     assert ", small-input settings - " in split_stderr and ", small-input settings - " not in whole.stderr
+    assert " files (all parsed in Python), " in split_stderr and " files (6 read in the JVM), " in whole.stderr
     assert plans["split"] == plans["whole"] and len(plans["whole"]) >= 16
 
 

@@ -149,7 +149,8 @@ def parse(spark: SparkSession, files: DataFrame, partitions: int | None = None,
     from pyspark.sql import functions as F
 
     file, text = (F.col(c) for c in files.columns[:2])
-    rows = jvm_rows.rows_column(file, text) if jvm_rows.state(spark) == "on" else F.lit(None).cast("string")
+    on = jvm_files is not None or jvm_rows.state(spark) == "on"  # load() has asked already when it counts
+    rows = jvm_rows.rows_column(file, text) if on else F.lit(None).cast("string")
     # the text goes on to Python only for a file the JVM reader left to it
     read = files.select(file.alias("file"), text.alias("text"), rows.alias("rows")).select(
         "file", F.when(F.col("rows").isNull(), F.col("text")).alias("text"), "rows")
