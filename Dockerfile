@@ -2,7 +2,8 @@
 # The kafkaops image: `kafkaops run` (the operator) and the CLI. docs/deploying.md explains it.
 #
 #   make image                      # ghcr.io/kafkaops/kafkaops:0.1.0
-#   make image EXTRAS=fleet         # + Spark, Arrow and a Java runtime (kafkaops fleet / snapshot)
+#   make image EXTRAS=fleet         # + Spark, Arrow, a Java runtime and the fleet's JVM reader
+#                                   #   (kafkaops fleet / snapshot)
 #
 # python:3.12-slim, pinned by the digest of its multi-arch index (linux/amd64 and linux/arm64);
 # refresh with `docker buildx imagetools inspect python:3.12-slim` (docs/deploying.md).
@@ -18,14 +19,15 @@ RUN python -m pip wheel --no-deps --wheel-dir /dist .
 
 # --- the image: the wheel installed into /opt/kafkaops, nothing else ---------------------------
 FROM ${PYTHON_IMAGE}
-# "" (default): the operator and the CLI; "fleet": + pyspark, pyarrow and a JRE. Nothing else.
+# "" (default): the operator and the CLI; "fleet": + pyspark, pyarrow, a JRE and the fleet's JVM reader
+# (compiled with a JDK that the same step removes). Nothing else.
 ARG EXTRAS=""
 ENV PATH=/opt/kafkaops/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp
 # The wheel and the install script are mounted for this step only: neither stays in a layer.
-# No compilers: every dependency is a pure-Python or manylinux wheel.
+# No compilers stay: every dependency is a pure-Python or manylinux wheel; the fleet's javac goes again.
 RUN --mount=type=bind,from=builder,source=/dist,target=/dist \
     --mount=type=bind,source=docker/install.sh,target=/install.sh \
     sh /install.sh /opt/kafkaops /dist/kafkaops-*.whl "$EXTRAS"

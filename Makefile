@@ -9,6 +9,7 @@ WORKERS ?= -n 2
 .PHONY: setup test demo fleet-demo fleet-report-png bench bench-operator bench-fleet dev-cluster image clean soak
 
 # the fleet's JVM reader (operator/kafkaops/fleet/jvm_rows.py), compiled against the jars PySpark ships
+# (fleet/jvm_build.py; docker/install.sh builds it the same way in the EXTRAS=fleet image)
 JAVA_SRC := operator/kafkaops/fleet/jvm/TopicRows.java
 JAR      := operator/kafkaops/fleet/jvm/kafkaops-fleet.jar
 
@@ -31,9 +32,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 $(JAR): $(JAVA_SRC) $(STAMP)
-	rm -rf build/jvm && mkdir -p build/jvm
-	javac --release 17 -nowarn -d build/jvm -cp "$$($(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/jars/*" $(JAVA_SRC)
-	jar --create --file $@ -C build/jvm .
+	$(PY) -m kafkaops.fleet.jvm_build --output $@
 
 test: setup
 	$(PY) -m pytest -q $(WORKERS) $(PYTEST_ARGS)

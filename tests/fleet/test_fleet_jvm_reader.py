@@ -266,7 +266,9 @@ def test_the_reader_is_built_and_can_be_turned_off(spark):
     finally:
         spark.conf.unset(jvm_rows.CONF)
     assert jvm_rows.register(spark, "kafkaops.fleet.NoSuchReader") is False
-    assert "not built" in desired.Desired(*[None] * 7, reader="not built").reader_note()
+    assert desired.Desired(*[None] * 7, reader="not built").reader_note() == (
+        "all parsed in Python: the JVM reader (kafkaops-fleet.jar) is not built; "
+        "`python -m kafkaops.fleet.jvm_build` builds it (a JDK 17+)")
     assert desired.Desired(*[None] * 7, reader="off").reader_note() == "all parsed in Python"
 
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import tomllib
 import zipfile
@@ -44,14 +45,15 @@ def _core_dependencies() -> list[str]:
     return tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
 
 
-def build_wheel(out: Path) -> Path:
-    """`pip wheel --no-deps` of a clean copy of the sources (an in-tree build/ could leak stale files)."""
+def build_wheel(out: Path, jar: bool = True) -> Path:
+    """`pip wheel --no-deps` of a clean copy of the sources (an in-tree build/ could leak stale files);
+    without the fleet's built jar when `jar` is false, as the image's builder stage has it."""
     src = out / "src"
     src.mkdir(parents=True, exist_ok=True)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "operator", src / "operator",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", *(() if jar else ("*.jar",))))
     run = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out / "dist"),
                 str(src)])
     assert run.returncode == 0, run.stderr
@@ -117,6 +119,36 @@ def test_wheel_holds_no_test_doubles(wheel: Path) -> None:
     assert not [r for r in core if r.split()[1].split("=")[0].split("<")[0].split(">")[0] in EXTRA_ONLY], core
     assert any("pyspark" in r and "extra == \"fleet\"" in r for r in requires), requires
     assert any("kmock" in r and "extra == \"dev\"" in r for r in requires), requires
+
+
+def test_the_fleet_install_compiles_the_jvm_reader(tmp_path: Path) -> None:
+    """install.sh with EXTRAS=fleet, as `make image EXTRAS=fleet` runs it: the wheel comes from the
+    sources only, with no jar, and the install compiles the desired stage's JVM reader into the
+    installed package, where the fleet session looks for it."""
+    wheel = build_wheel(tmp_path / "wheel", jar=False)
+    with zipfile.ZipFile(wheel) as archive:
+        assert not [n for n in archive.namelist() if n.endswith(".jar")]
+    venv = tmp_path / "fleet-venv"
+    assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)]).returncode == 0
+    python = venv / "bin" / "python"
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    # PySpark and kafkaops' dependencies from this test venv (a path line: its own .pth files, the
+    # editable kafkaops among them, are not read), so the install itself is only the wheel
+    (site / "test-venv-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    run = install(venv, wheel, "fleet", pip_options="--no-deps --ignore-installed")
+    assert run.returncode == 0, run.stderr
+    jar = site / "kafkaops" / "fleet" / "jvm" / "kafkaops-fleet.jar"
+    with zipfile.ZipFile(jar) as archive:
+        assert "kafkaops/fleet/TopicRows.class" in archive.namelist()
+    where = _run([str(python), "-c", "from kafkaops.fleet import jvm_rows; print(jvm_rows.jar_path())"])
+    assert where.stdout.strip() == str(jar), where.stderr
+
+
+def test_the_lean_install_cannot_build_the_reader_and_says_why(lean: Path) -> None:
+    run = _run([str(lean / "bin" / "python"), "-m", "kafkaops.fleet.jvm_build"])
+    assert run.returncode == 1
+    assert run.stderr.strip() == ("kafkaops.fleet.jvm_build: the JVM reader is compiled against PySpark's jars: "
+                                  "pip install 'kafkaops[fleet]'")
 
 
 def test_lean_install_has_no_extra_packages(lean: Path) -> None:

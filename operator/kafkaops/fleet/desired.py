@@ -106,7 +106,8 @@ class Desired:
         if self.reader == "on" and self.jvm_files is not None:
             return f"{self.jvm_files.value:,} read in the JVM"
         if self.reader == "not built":
-            return f"all parsed in Python: the JVM reader ({jvm_rows.JAR_NAME}) is not built, `make setup` builds it"
+            return (f"all parsed in Python: the JVM reader ({jvm_rows.JAR_NAME}) is not built; "
+                    "`python -m kafkaops.fleet.jvm_build` builds it (a JDK 17+)")
         return "all parsed in Python"
 
     def unpersist(self) -> None:

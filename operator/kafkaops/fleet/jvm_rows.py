@@ -11,9 +11,9 @@ sees never depends on which reader ran. The rules it applies come from here (`ru
 same patterns, limits and topic-config specs `kafkaops validate` uses), and tests/fleet compare the
 two readers' rows document by document.
 
-The reader is a jar built from the Java source by `make setup` (javac; `jar_path()`); without it
-(a wheel installed where no JDK built it) every file is parsed in Python, and the desired stage's
-line says so.
+The reader is a jar built from the Java source by `jvm_build.py` (javac; `make setup`, and the
+`EXTRAS=fleet` image's install step; `jar_path()`); without it (a wheel installed where no JDK
+built it) every file is parsed in Python, and the desired stage's line says so.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ _CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOU
 
 
 def jar_path() -> Path:
-    """Where `make setup` builds the reader (beside its source)."""
+    """Where `jvm_build` writes the reader (beside its source)."""
     return Path(__file__).parent / "jvm" / JAR_NAME
 
 
