@@ -47,6 +47,10 @@ is settled and the whole cluster reaches the planner (split into tasks: `--plan-
 `--conf KEY=VALUE` (repeatable) goes to the run's `kafkaops fleet plan`: a changed default can be
 run against its old value with the same code, alternating.
 
+Before and after each run the bench times `parse_files` on 20 of the fleet's topic files in its
+own process (the machine gauge, µs a document): this shared machine's speed changes by 2-3x from
+one night to another, and a wall time is only comparable beside the gauge of its night.
+
 Generated fleets are kept under --work (default /tmp/kafkaops-fleet-bench) and reused.
 Not a test: numbers vary with the machine; the figures measured are in docs/benchmarks.md.
 """
@@ -582,6 +586,27 @@ def _parse_share(task: tuple[str, list[str]]) -> tuple[int, int, float, float]:
     return len(files), rows, parsing, time.process_time() - started
 
 
+GAUGE_FILES = 20  # topic files of 1,000 documents each
+GAUGE_NORMAL = "76-96 µs on the nights of the 136-169 s runs"
+
+
+def machine_gauge(repo: Path) -> float:
+    """The machine's speed at this moment, in the unit the fleet's figures depend on most: µs a
+    document of `parse_files` on the first 20 topic files of the fleet, in this process (best CPU
+    time of three). Shared machines change speed by 2-3x between nights (docs/benchmarks.md), so a
+    run's wall time is read beside the gauge taken before and after it."""
+    from kafkaops.fleet.documents import parse_files
+
+    files = [f for f in manifest_files(repo) if f.parent.name == "topics"][:GAUGE_FILES]
+    texts = [(f"file:{f}", f.read_text("utf-8")) for f in files]
+    best, documents = float("inf"), 0
+    for _ in range(3):
+        started = time.process_time()
+        documents = sum(1 for _ in parse_files(texts))
+        best = min(best, time.process_time() - started)
+    return best * 1e6 / max(1, documents)
+
+
 def parse_beforehand(repo: Path, rows: Path, processes: int) -> dict[str, float]:
     """Every manifest under `repo` parsed into JSON rows under `rows` (a file per process; one
     process: this one):
@@ -701,7 +726,9 @@ def main() -> None:
         log = root / "fleet.log"
         cpu: dict[tuple[int, int], tuple[str, float]] = {}
         by_stage = StageCpu(log)
+        gauge_before = machine_gauge(root / "repo")
         wall, peak, code, parts = measure(argv, log, cpu, by_stage)
+        gauge_after = machine_gauge(root / "repo")
         stages = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("[") and " - " in line]
         row = {"size": size, "engine": "spark local[*]", "wall": wall, "peak": peak, "code": code, "counts": counts,
                "stages": stages}
@@ -711,6 +738,8 @@ def main() -> None:
               file=sys.stderr)
         for line in stages:
             print("   " + line, file=sys.stderr)
+        print(f"   machine gauge (parse_files on {GAUGE_FILES} topic files, one process): {gauge_before:.0f} µs a "
+              f"document before the run, {gauge_after:.0f} after ({GAUGE_NORMAL})", file=sys.stderr)
         print("   " + cpu_report(cpu), file=sys.stderr)
         print("   CPU seconds by stage (sampled every second; a stage's CPU is charged from its start line on):",
               file=sys.stderr)
