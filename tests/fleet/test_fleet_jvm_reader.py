@@ -195,8 +195,9 @@ def test_every_checked_config_key_agrees_with_python_on_its_boundaries(reader):
     """Each topic config the reader checks, with values around its limits and choices, quoted and
     not: a value it accepts is one Python finds nothing wrong with, and vice versa where it reads."""
     rules = json.loads(jvm_rows.rules_json())["configs"]
-    assert "remote.storage.enable" not in rules and "message.format.version" not in rules  # Python's alone
-    assert {"retention.ms", "cleanup.policy", "min.cleanable.dirty.ratio", "preallocate"} <= set(rules)
+    assert "message.format.version" not in rules  # deprecated: Python's alone
+    assert {"retention.ms", "cleanup.policy", "min.cleanable.dirty.ratio", "preallocate",
+            "remote.storage.enable"} <= set(rules)
     read_some = 0
     for key, rule in rules.items():
         spec = TOPIC_CONFIGS[key]
@@ -216,6 +217,45 @@ def test_every_checked_config_key_agrees_with_python_on_its_boundaries(reader):
                                 ConfigType.BOOLEAN: "boolean", ConfigType.STRING: "string",
                                 ConfigType.LIST: "list"}[spec.type]
     assert read_some > 150
+
+
+def combination(replicas: int, config: dict[str, str]) -> str:
+    """PLAIN with `replicas` and only `config`: values that are each fine alone."""
+    head = PLAIN[:PLAIN.index("  config:\n")].replace("replicationFactor: 3", f"replicationFactor: {replicas}")
+    return head + "  config:\n" + "".join(f"    {key}: {value}\n" for key, value in config.items()) if config else head
+
+
+def test_the_reader_declines_exactly_the_combinations_python_flags(reader):
+    """Values each fine alone, flagged together (min.insync.replicas over the replicas, the
+    compaction lags crossed, tiered storage with compaction or a local retention over the total):
+    the reader reads a document exactly when Python finds nothing in it, with Python's rows."""
+    import itertools
+
+    def grid(replicas: list[int], **choices: list[str | None]) -> list[tuple[int, dict[str, str]]]:
+        keys = [key.replace("_", ".") for key in choices]
+        return [(r, {k: v for k, v in zip(keys, values) if v is not None})
+                for r in replicas for values in itertools.product(*choices.values())]
+
+    cases = [
+        *grid([1, 2, 3], min_insync_replicas=[None, "1", "2", "3", "4"]),
+        *grid([3], min_compaction_lag_ms=[None, "0", "100", "200"], max_compaction_lag_ms=[None, "1", "100", "200"]),
+        *grid([3], remote_storage_enable=[None, "true", "'TRUE'", "false"],
+              cleanup_policy=[None, "delete", "compact", "compact,delete"],
+              local_retention_ms=[None, "-2", "-1", "0", "500", "1000"], retention_ms=[None, "-1", "500", "1000"]),
+        *grid([3], remote_storage_enable=["true"], local_retention_bytes=[None, "-2", "-1", "0", "500", "1000"],
+              retention_bytes=[None, "-1", "500", "1000"]),
+    ]
+    outcomes = {"read": 0, "flagged": 0}
+    for replicas, config in cases:
+        text = combination(replicas, config)
+        rows = python_rows("file:/repo/t.yaml", text)
+        clean = all(row["valid"] and not row["issues"] for row in rows)
+        got = reader("file:/repo/t.yaml", text)
+        assert (got is not None) == clean, text
+        if got is not None:
+            assert got == rows, text
+        outcomes["read" if clean else "flagged"] += 1
+    assert outcomes["read"] > 200 and outcomes["flagged"] > 100, outcomes
 
 
 # --- the stage -------------------------------------------------------------------------------------------------------
@@ -274,8 +314,8 @@ def test_the_reader_is_built_and_can_be_turned_off(spark):
 
 def test_every_config_key_a_combination_rule_reads_is_mirrored_or_left_to_python():
     """rules._check_config_combinations compares config values with each other; the reader mirrors
-    two of its rules and leaves documents with the tiered-storage key to Python. A new rule reading a
-    key jvm_rows does not name fails here, before the reader could vouch for a document it flags."""
+    its rules. A new rule reading a key jvm_rows does not name fails here, before the reader could
+    vouch for a document it flags."""
     import inspect
     import re
 
@@ -284,5 +324,5 @@ def test_every_config_key_a_combination_rule_reads_is_mirrored_or_left_to_python
     source = inspect.getsource(rules._check_config_combinations)  # noqa: SLF001
     keys = {key for key in re.findall(r'"([a-z]+(?:\.[a-z]+)+)"', source) if not key.startswith("spec.")}
     assert keys >= {"min.insync.replicas", "remote.storage.enable"}
-    assert keys <= jvm_rows.MIRRORED_COMBINATIONS | jvm_rows.UNMIRRORED_COMBINATIONS | jvm_rows.ONLY_WITH_UNMIRRORED
+    assert keys <= jvm_rows.MIRRORED_COMBINATIONS | jvm_rows.UNMIRRORED_COMBINATIONS
     assert not jvm_rows.UNMIRRORED_COMBINATIONS & set(json.loads(jvm_rows.rules_json())["configs"])

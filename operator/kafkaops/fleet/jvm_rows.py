@@ -43,13 +43,14 @@ CLASS_NAME = "kafkaops.fleet.TopicRows"
 UDF_NAME = "kafkaops_topic_rows"
 CONF = "spark.kafkaops.fleet.jvmReader"  # `--conf spark.kafkaops.fleet.jvmReader=false`: every file parsed in Python
 # The config keys of the combination rules (rules._check_config_combinations): TopicRows.java mirrors
-# the rules of the first set; the second's rule (tiered storage) it does not, so a document setting
-# that key is left to Python (its key is not sent), and the third set's keys matter to that rule
-# only. tests/fleet/test_fleet_jvm_reader.py fails when a rule reads a key none of them names.
-MIRRORED_COMBINATIONS = frozenset({"min.insync.replicas", "min.compaction.lag.ms", "max.compaction.lag.ms"})
-UNMIRRORED_COMBINATIONS = frozenset({"remote.storage.enable"})
-ONLY_WITH_UNMIRRORED = frozenset({"cleanup.policy", "retention.ms", "retention.bytes", "local.retention.ms",
-                                  "local.retention.bytes"})
+# the rules reading the first set (min.insync.replicas against the replicas, the compaction lags, and
+# tiered storage's cleanup policy and local retention). A rule it does not mirror names its keys in
+# the second set: a document setting one is left to Python (the key is not sent to the reader).
+# tests/fleet/test_fleet_jvm_reader.py fails when a rule reads a key neither set names.
+MIRRORED_COMBINATIONS = frozenset({"min.insync.replicas", "min.compaction.lag.ms", "max.compaction.lag.ms",
+                                   "remote.storage.enable", "cleanup.policy", "retention.ms", "retention.bytes",
+                                   "local.retention.ms", "local.retention.bytes"})
+UNMIRRORED_COMBINATIONS: frozenset[str] = frozenset()
 _CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOUBLE: "double",
                   ConfigType.BOOLEAN: "boolean", ConfigType.STRING: "string", ConfigType.LIST: "list"}
 

@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -200,8 +201,10 @@ public final class TopicRows implements UDF3<String, String, String, String> {
               && (maximum == null || value <= maximum)
               && (kafka4Minimum == null || value >= kafka4Minimum);
         }
-        case "boolean":
-          return text.equals("true") || text.equals("false");
+        case "boolean": {
+          String lower = text.toLowerCase(Locale.ROOT);  // Python's text.lower(): any case
+          return lower.equals("true") || lower.equals("false");
+        }
         case "list": {
           if (choices == null || text.isEmpty()) {
             return true;
@@ -667,7 +670,31 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     if (minLag != null && maxLag != null && Long.parseLong(minLag) > Long.parseLong(maxLag)) {
       throw DECLINED;  // CompactionLagConflict
     }
+    String remote = config.get("remote.storage.enable");
+    if (remote != null && remote.strip().toLowerCase(Locale.ROOT).equals("true")) {
+      for (String policy : config.getOrDefault("cleanup.policy", "delete").split(",", -1)) {
+        if (policy.strip().equals("compact")) {
+          throw DECLINED;  // RemoteStorageRequiresDelete
+        }
+      }
+      localRetention(config, "local.retention.ms", "retention.ms");
+      localRetention(config, "local.retention.bytes", "retention.bytes");
+    }
     return config;
+  }
+
+  /** rules._check_config_combinations: with tiered storage, the local retention within the total. */
+  private static void localRetention(Map<String, String> config, String localKey, String totalKey) throws Declined {
+    String local = config.get(localKey);
+    String total = config.get(totalKey);
+    if (local == null || total == null) {
+      return;
+    }
+    long localValue = Long.parseLong(local);
+    long totalValue = Long.parseLong(total);
+    if (totalValue != -1 && localValue != -2 && (localValue == -1 || localValue > totalValue)) {
+      throw DECLINED;  // LocalRetentionExceedsRetention
+    }
   }
 
   private static void collectLines(Map<String, Value> fields, String path, Map<String, Integer> lines) {
