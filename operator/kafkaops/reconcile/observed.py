@@ -105,7 +105,9 @@ class ObservedState:
     def original_assignment(self, topic: ObservedTopic) -> tuple[tuple[int, ...], ...]:
         """The topic's replicas without the ones a reassignment in flight is adding: while moving,
         Metadata shows target + removing replicas, which would read as the new replication factor."""
-        moving = self.reassignments or {}
+        moving = self.reassignments
+        if not moving:  # the usual case: no TopicPartition built per partition of every topic
+            return topic.assignment
         return tuple(
             tuple(b for b in replicas if b not in moving[tp].adding) if (tp := TopicPartition(topic.name, p)) in moving
             else replicas
