@@ -142,6 +142,8 @@ def test_the_fleet_install_compiles_the_jvm_reader(tmp_path: Path) -> None:
         assert "kafkaops/fleet/TopicRows.class" in archive.namelist()
     where = _run([str(python), "-c", "from kafkaops.fleet import jvm_rows; print(jvm_rows.jar_path())"])
     assert where.stdout.strip() == str(jar), where.stderr
+    # the very bytes of the jar `make setup` built, which tests/fleet's reader tests load into Spark
+    assert jar.read_bytes() == (REPO / "operator" / "kafkaops" / "fleet" / "jvm" / "kafkaops-fleet.jar").read_bytes()
 
 
 def test_the_lean_install_cannot_build_the_reader_and_says_why(lean: Path) -> None:
