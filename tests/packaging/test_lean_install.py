@@ -138,8 +138,13 @@ def test_the_fleet_install_compiles_the_jvm_reader(tmp_path: Path) -> None:
     run = install(venv, wheel, "fleet", pip_options="--no-deps --ignore-installed")
     assert run.returncode == 0, run.stderr
     jar = site / "kafkaops" / "fleet" / "jvm" / "kafkaops-fleet.jar"
+    assert f"built {jar}" in run.stdout
     with zipfile.ZipFile(jar) as archive:
-        assert "kafkaops/fleet/TopicRows.class" in archive.namelist()
+        infos = archive.infolist()
+        assert "kafkaops/fleet/TopicRows.class" in {i.filename for i in infos}
+        assert archive.read("META-INF/MANIFEST.MF").startswith(b"Manifest-Version: 1.0\r\n")
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}  # no build time: the same bytes every build
+    assert not list(jar.parent.glob("*.partial"))
     where = _run([str(python), "-c", "from kafkaops.fleet import jvm_rows; print(jvm_rows.jar_path())"])
     assert where.stdout.strip() == str(jar), where.stderr
     # the very bytes of the jar `make setup` built, which tests/fleet's reader tests load into Spark
