@@ -191,6 +191,12 @@ def test_a_yaml_error_or_an_odd_file_is_left_to_python(reader):
         assert reader("file:/repo/t.yaml", text) is None, text
 
 
+def combination(replicas: int, config: dict[str, str]) -> str:
+    """PLAIN with `replicas` and only `config`."""
+    head = PLAIN[:PLAIN.index("  config:\n")].replace("replicationFactor: 3", f"replicationFactor: {replicas}")
+    return head + "  config:\n" + "".join(f"    {key}: {value}\n" for key, value in config.items()) if config else head
+
+
 def test_every_checked_config_key_agrees_with_python_on_its_boundaries(reader):
     """Each topic config the reader checks, with values around its limits and choices, quoted and
     not: a value it accepts is one Python finds nothing wrong with, and vice versa where it reads."""
@@ -209,7 +215,7 @@ def test_every_checked_config_key_agrees_with_python_on_its_boundaries(reader):
         values += sorted(spec.choices or ()) + [",".join(sorted(spec.choices or ("x",))), "delete,delete"]
         for value in values:
             for spelled in (json.dumps(value), value):
-                text = PLAIN[:PLAIN.index("  config:\n")] + f"  config:\n    {key}: {spelled}\n"
+                text = combination(3, {key: spelled})
                 if agree(reader, "file:/repo/t.yaml", text):
                     read_some += 1
                     assert not python_rows("file:/repo/t.yaml", text)[0]["issues"]
@@ -217,12 +223,6 @@ def test_every_checked_config_key_agrees_with_python_on_its_boundaries(reader):
                                 ConfigType.BOOLEAN: "boolean", ConfigType.STRING: "string",
                                 ConfigType.LIST: "list"}[spec.type]
     assert read_some > 150
-
-
-def combination(replicas: int, config: dict[str, str]) -> str:
-    """PLAIN with `replicas` and only `config`: values that are each fine alone."""
-    head = PLAIN[:PLAIN.index("  config:\n")].replace("replicationFactor: 3", f"replicationFactor: {replicas}")
-    return head + "  config:\n" + "".join(f"    {key}: {value}\n" for key, value in config.items()) if config else head
 
 
 def test_the_reader_declines_exactly_the_combinations_python_flags(reader):
