@@ -184,7 +184,7 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert lines[1].startswith("[1/9] session: Spark ") and ", small-input settings - " in lines[1]  # 0.1 MB of input
     assert all(line.startswith(("[", "  problem: ", "done in ")) for line in lines), lines
     # the six plain topic files of examples/ read by the JVM reader, the ten others parsed in Python
-    assert any(line.startswith("[2/9] desired: 29 documents in 16 files (6 read in the JVM), ") for line in lines), lines
+    assert any(line.startswith("[2/9] desired: 29 documents in 16 files (11 read in the JVM), ") for line in lines), lines
     assert result.stdout.splitlines()[-1] == f"report: {inputs['out']}/report.html"
     assert (inputs["out"] / "report.html").exists()
 
@@ -219,7 +219,7 @@ def test_the_installed_command_splits_planning_and_plans_the_same(inputs, spark)
         assert ("; 2 large cluster(s) planned in 6 tasks (--plan-task-topics 4) - " in stage) == (name == "split"), stage
         plans[name] = sorted(map(repr, pq.read_table(inputs["tmp"] / name / "plan").to_pylist()))
     assert ", small-input settings - " in split_stderr and ", small-input settings - " not in whole.stderr
-    assert " files (all parsed in Python), " in split_stderr and " files (6 read in the JVM), " in whole.stderr
+    assert " files (all parsed in Python), " in split_stderr and " files (11 read in the JVM), " in whole.stderr
     assert plans["split"] == plans["whole"] and len(plans["whole"]) >= 16
 
 

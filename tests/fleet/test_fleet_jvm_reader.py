@@ -258,6 +258,159 @@ def test_the_reader_declines_exactly_the_combinations_python_flags(reader):
     assert outcomes["read"] > 200 and outcomes["flagged"] > 100, outcomes
 
 
+# --- KafkaAcl --------------------------------------------------------------------------------------------------------
+
+PLAIN_ACL = """\
+apiVersion: kafkaops.io/v1alpha1
+kind: KafkaAcl
+metadata:
+  name: orders
+  namespace: team-a
+spec:
+  clusterRef:
+    name: prod
+  principal: "User:orders"
+  acls:
+    - resource: {type: Topic, name: "orders.", patternType: Prefixed}
+      operations: [Read, Describe]
+    - resource:
+        type: Group
+        name: orders-
+        patternType: Prefixed
+      operations:
+        - Read
+      host: '*'
+      permission: Allow
+    - resource: {type: Topic, name: "orders.audit"}
+      operations: [Write]
+      permission: Deny
+    - resource: {type: Cluster, name: kafka-cluster}
+      operations: [IdempotentWrite]
+    - resource: {type: TransactionalId, name: '*'}
+      operations: [All]
+"""
+
+
+def acl_text(entries: list[dict[str, Any]], principal: str = "User:app") -> str:
+    return yaml.safe_dump(acl("app", principal, entries, cluster="prod"), sort_keys=False)
+
+
+def test_a_plain_acl_file_is_read_in_the_jvm_with_pythons_rows(reader):
+    """Block and flow entries, defaults given and left out, several documents, a KafkaTopic beside
+    them, an empty list (every binding revoked), the cluster from the directory."""
+    revoke = PLAIN_ACL[:PLAIN_ACL.index("  acls:")] + "  acls: []\n"
+    bare = PLAIN_ACL.replace("  clusterRef:\n    name: prod\n", "")
+    for file, text in (("file:/repo/acls.yaml", PLAIN_ACL), ("file:/repo/acls.yaml", PLAIN_ACL + "---\n" + PLAIN),
+                       ("file:/repo/acls.yaml", revoke + "---\n" + PLAIN_ACL.replace("orders", "payments")),
+                       ("file:/repo/clusters/prod/acls/a.yaml", bare)):
+        assert agree(reader, file, text), text
+    row = reader("file:/repo/acls.yaml", PLAIN_ACL)[0]
+    assert (row["kind"], row["principal"], len(row["bindings"]), row["field_lines"]["acl"]) == (
+        "KafkaAcl", "User:orders", 6, 10)
+    assert row["bindings"][0] == {"resource_type": "Cluster", "resource_name": "kafka-cluster",
+                                  "pattern_type": "Literal", "host": "*", "operation": "IdempotentWrite",
+                                  "permission": "Allow"}
+    assert reader("file:/repo/acls.yaml", revoke)[0]["bindings"] == []
+
+
+def test_the_reader_reads_an_acl_entry_exactly_when_python_finds_nothing(reader):
+    """Every resource type with every operation (alone, with All, twice), and every pattern type,
+    name, host and permission spelling: the reader reads a document exactly when Python finds
+    nothing in it, with Python's rows; the one exception is a host that is an IP address, which it
+    leaves to Python's check."""
+    import itertools
+
+    types = ["Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User"]
+    operations = [[op] for op in ("Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction",
+                                  "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "CreateTokens",
+                                  "DescribeTokens", "All", "Fly")] + [["All", "Describe"], ["Describe", "Describe"],
+                                                                       ["All", "All"], []]
+    some_valid = {"Topic": "Read", "Group": "Read", "Cluster": "Create", "TransactionalId": "Write",
+                  "DelegationToken": "Describe", "User": "Read"}
+    cases = [[{"resource": {"type": rtype, "name": "kafka-cluster" if rtype == "Cluster" else "x"}, "operations": ops}]
+             for rtype, ops in itertools.product(types, operations)]
+    absent = object()
+    for rtype, name, pattern, host, permission in itertools.product(
+            types, ["x", "*", "kafka-cluster"], [absent, "Literal", "Prefixed", "Match"],
+            [absent, "*", "10.0.0.1", "example.com"], [absent, "Allow", "Deny", "Maybe"]):
+        resource = {"type": rtype, "name": name} | ({} if pattern is absent else {"patternType": pattern})
+        item = {"resource": resource, "operations": [some_valid[rtype]]}
+        item |= ({} if host is absent else {"host": host}) | ({} if permission is absent else {"permission": permission})
+        cases.append([item])
+    cases += [[entry("Topic", "a", ["Read"]), entry("Topic", "a", ["Read"], host="*")],  # the same binding twice
+              [entry("Topic", "a", ["Read"]), entry("Topic", "a", ["Read"], permission="Deny")],
+              [entry("Topic", "a", ["Read"]), entry("Topic", "a", ["Read"], pattern="Prefixed")]]
+    outcomes = {"read": 0, "flagged": 0, "ip": 0}
+    for entries in cases:
+        text = acl_text(entries)
+        rows = python_rows("file:/repo/a.yaml", text)
+        clean = all(row["valid"] and not row["issues"] for row in rows)
+        ip = any(item.get("host", "*") != "*" for item in entries)
+        got = reader("file:/repo/a.yaml", text)
+        assert (got is not None) == (clean and not ip), text
+        if got is not None:
+            assert got == rows, text
+        outcomes["read" if got is not None else "ip" if clean else "flagged"] += 1
+    assert outcomes["read"] > 150 and outcomes["flagged"] > 500 and outcomes["ip"] > 50, outcomes
+
+
+def test_an_acl_principal_is_read_exactly_when_python_finds_nothing_in_it(reader):
+    for principal in ("User:app", "Group:ops", "User:a:b", "User:", ":app", " User:app", "User :app", "User: ",
+                      "User: app", "app", "", "User:CN=app,O=org"):
+        text = acl_text([entry("Topic", "t", ["Read"])], principal)
+        rows = python_rows("file:/repo/a.yaml", text)
+        clean = all(row["valid"] and not row["issues"] for row in rows)
+        got = reader("file:/repo/a.yaml", text)
+        assert (got is not None) == clean and (got is None or got == rows), principal
+
+
+ACL_VALUE_LINES = [i for i, line in enumerate(PLAIN_ACL.splitlines())
+                   if ": " in line and not line.endswith(":") and not line.lstrip().startswith("- resource:")]
+
+
+def mutated_acl(rng: random.Random) -> str:
+    """PLAIN_ACL with values respelled (YAML's spellings and the ACL vocabulary), lines dropped or repeated."""
+    words = SPELLINGS + ["Topic", "Group", "Cluster", "Read", "Write", "All", "Describe", "Prefixed", "Literal",
+                         "Deny", "'*'", "kafka-cluster", "[Read, Read]", "[All, Read]", "[IdempotentWrite]",
+                         '"User:x"', '"x"', "10.0.0.1"]
+    lines = PLAIN_ACL.splitlines()
+    for _ in range(rng.randint(0, 2)):
+        i = rng.choice(ACL_VALUE_LINES)
+        key, _, _ = lines[i].partition(": ")
+        action = rng.random()
+        if action < 0.75:
+            lines[i] = f"{key}: {rng.choice(words)}"
+        elif action < 0.85:
+            lines[i] = ""
+        else:
+            lines.insert(i, lines[i])
+    return "\n".join(lines) + "\n"
+
+
+def test_whatever_acl_file_the_reader_vouches_for_has_pythons_rows_on_thousands_of_mutations(reader):
+    rng = random.Random(20261128)
+    vouched, checked = 0, 2000
+    for _ in range(checked):
+        text = mutated_acl(rng)
+        if agree(reader, "file:/repo/clusters/prod/a.yaml", text):
+            vouched += 1
+            assert all(row["valid"] and not row["issues"] for row in python_rows("file:/repo/clusters/prod/a.yaml", text))
+    assert checked // 10 < vouched < checked * 2 // 3, vouched
+
+
+def test_every_acl_rule_python_has_is_one_the_reader_declines_on():
+    """acl_rules' findings, by rule name: the reader mirrors each one (it declines the document). A
+    new rule fails here until TopicRows.java checks for it too (or the reader stops reading ACLs)."""
+    from kafkaops.resources import acl_rules
+
+    import re
+
+    rules = {value for name, value in vars(acl_rules).items()
+             if name.isupper() and isinstance(value, str) and re.fullmatch(r"(?:[A-Z][a-z]+)+", value)}
+    assert {"DuplicateAclBinding", "InvalidPrincipal"} <= rules
+    assert rules == jvm_rows.MIRRORED_ACL_RULES
+
+
 # --- the stage -------------------------------------------------------------------------------------------------------
 
 
@@ -271,6 +424,11 @@ def test_the_desired_stage_is_the_same_with_and_without_the_jvm_reader(spark, tm
     write_yaml(tree / "clusters" / "dev" / "bad.yaml", topic("dup", cluster=None, partitions=0),
                topic("orders.events.v1", cluster=None))
     write_yaml(tree / "teams" / "x.yaml", kcluster("other"), topic("x.t", cluster="other"))
+    write_yaml(tree / "clusters" / "dev" / "acls" / "more.yaml", *(acl(f"svc-{i}", f"User:svc-{i}", [
+        entry("Topic", f"more.t{i}", ["Read", "Describe"]), entry("Group", f"svc-{i}-", ["Read"], pattern="Prefixed")],
+        cluster=None) for i in range(20)))
+    write_yaml(tree / "clusters" / "dev" / "acls" / "twice.yaml", acl("twice", "User:twice", [
+        entry("Topic", "t", ["Read"]), entry("Topic", "t", ["Read"])], cluster=None))
     (tree / "clusters" / "dev" / "broken.yml").write_text("kind: KafkaTopic\nmetadata: {name: [\n")
 
     def stage(jvm: bool) -> tuple[list, list, list]:
@@ -288,7 +446,8 @@ def test_the_desired_stage_is_the_same_with_and_without_the_jvm_reader(spark, tm
     with_jvm, python_only = stage(True), stage(False)
     assert with_jvm == python_only
     docs, issues, topics = with_jvm
-    assert len(topics) > 50 and {i["rule"] for i in issues} >= {"DuplicateTopic", "YamlSyntaxError"}
+    assert len(topics) > 50 and {i["rule"] for i in issues} >= {"DuplicateTopic", "YamlSyntaxError",
+                                                                 "DuplicateAclBinding"}
     # and the JVM did read: the rows of more.yaml are the reader's (the same, so ask it directly)
     text = (tree / "clusters" / "dev" / "more.yaml").read_text()
     more = "file:" + str(tree / "clusters" / "dev" / "more.yaml")

@@ -1,15 +1,15 @@
-"""The desired stage's JVM reader: whole files of plain KafkaTopic documents read without Python.
+"""The desired stage's JVM reader: whole files of plain KafkaTopic and KafkaAcl documents read without Python.
 
 Parsing a document in a Python worker costs ~80-95 µs (libyaml a quarter of it, our checks, model
 and row the rest, then PySpark's framing): at 1,000,000 topics, 100-115 of the run's CPU seconds
 (docs/benchmarks.md, "The fleet's floor without its parsing"). `jvm/TopicRows.java` reads a file in
 the Spark task itself (SnakeYAML, which Spark ships) and answers the JSON rows `parse_files` would
-make of it, but only when it can vouch for every document of the file: KafkaTopic documents of
-unambiguous scalars with no finding at all. Any other file (another kind, an error, a warning,
+make of it, but only when it can vouch for every document of the file: KafkaTopic and KafkaAcl
+documents of unambiguous scalars with no finding at all. Any other file (another kind, an error, a warning,
 anything the reader is unsure of) answers null and is parsed in Python as before, so what a user
 sees never depends on which reader ran. The rules it applies come from here (`rules_json`: the
-same patterns, limits and topic-config specs `kafkaops validate` uses), and tests/fleet compare the
-two readers' rows document by document.
+same patterns, limits, topic-config specs and ACL vocabulary `kafkaops validate` uses), and
+tests/fleet compare the two readers' rows document by document.
 
 The reader is a jar built from the Java source by `jvm_build.py` (javac; `make setup`, and the
 `EXTRAS=fleet` image's install step; `jar_path()`); without it (a wheel installed where no JDK
@@ -24,8 +24,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkaops.fleet.documents import CLUSTERS_DIRECTORY, FIELD_PATHS, LINE_PATHS
+from kafkaops.resources.acl_rules import (
+    DUPLICATE_ACL_BINDING,
+    INVALID_ACL_HOST,
+    INVALID_CLUSTER_RESOURCE_NAME,
+    INVALID_PRINCIPAL,
+    OPERATION_NOT_VALID,
+    REDUNDANT_ACL_OPERATION,
+    WILDCARD_PREFIXED,
+)
 from kafkaops.resources.config_types import INT_MAX, ConfigType
-from kafkaops.resources.kinds import GROUP_VERSION, KAFKA_TOPIC
+from kafkaops.resources.acl import (
+    CLUSTER_RESOURCE_NAME,
+    VALID_OPERATIONS,
+    WILDCARD,
+    AclOperation,
+    AclPermission,
+    PatternType,
+    ResourceType,
+)
+from kafkaops.resources.kinds import GROUP_VERSION, KAFKA_ACL, KAFKA_TOPIC
 from kafkaops.resources.rules import (
     DNS_LABEL_RE,
     DNS_SUBDOMAIN,
@@ -51,6 +69,10 @@ MIRRORED_COMBINATIONS = frozenset({"min.insync.replicas", "min.compaction.lag.ms
                                    "remote.storage.enable", "cleanup.policy", "retention.ms", "retention.bytes",
                                    "local.retention.ms", "local.retention.bytes"})
 UNMIRRORED_COMBINATIONS: frozenset[str] = frozenset()
+# The rules of acl_rules.py, each of which the reader declines a KafkaAcl on (a new rule fails
+# tests/fleet/test_fleet_jvm_reader.py until TopicRows.java checks for it too).
+MIRRORED_ACL_RULES = frozenset({INVALID_PRINCIPAL, INVALID_ACL_HOST, OPERATION_NOT_VALID, INVALID_CLUSTER_RESOURCE_NAME,
+                                DUPLICATE_ACL_BINDING, REDUNDANT_ACL_OPERATION, WILDCARD_PREFIXED})
 _CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOUBLE: "double",
                   ConfigType.BOOLEAN: "boolean", ConfigType.STRING: "string", ConfigType.LIST: "list"}
 
@@ -63,8 +85,9 @@ def jar_path() -> Path:
 @lru_cache(maxsize=1)
 def rules_json() -> str:
     """What TopicRows.java checks, from the Python rules: the names' patterns and limits, the
-    row's line paths, and the topic configs whose value checks it can repeat exactly (ConfigSpec.check
-    without a validator function, a deprecation, or a type it does not know: those are left to Python)."""
+    row's line paths, the topic configs whose value checks it can repeat exactly (ConfigSpec.check
+    without a validator function, a deprecation, or a type it does not know: those are left to Python),
+    and a KafkaAcl entry's vocabulary (acl.py: each resource type's valid operations, the defaults)."""
     configs = {
         key: {"type": _CHECKED_TYPES[spec.type], "minimum": spec.minimum, "maximum": spec.maximum,
               "kafka4_minimum": spec.kafka4_minimum,
@@ -80,6 +103,14 @@ def rules_json() -> str:
         "topic_chars": TOPIC_CHARS.pattern, "topic_name_max": MAX_TOPIC_NAME_LENGTH,
         "partitions_max": INT_MAX, "replication_factor_max": MAX_REPLICATION_FACTOR,
         "line_paths": list(LINE_PATHS), "field_paths": FIELD_PATHS, "configs": configs,
+        "acl": {
+            "kind": KAFKA_ACL,
+            "operations": {str(t): sorted(str(o) for o in VALID_OPERATIONS[t]) for t in ResourceType},
+            "pattern_types": [str(p) for p in PatternType], "permissions": [str(p) for p in AclPermission],
+            "cluster_type": str(ResourceType.CLUSTER), "cluster_resource_name": CLUSTER_RESOURCE_NAME,
+            "wildcard": WILDCARD, "all": str(AclOperation.ALL), "prefixed": str(PatternType.PREFIXED),
+            "default_pattern_type": str(PatternType.LITERAL), "default_permission": str(AclPermission.ALLOW),
+        },
     }, sort_keys=True)
 
 

@@ -35,11 +35,11 @@ import org.yaml.snakeyaml.reader.StreamReader;
  * rows kafkaops.fleet.documents.parse_files would make of it, one per line, or null when this
  * reader does not vouch for every document of the file (the file is then parsed in Python).
  *
- * <p>It vouches only for what it can answer exactly: KafkaTopic documents made of block or flow
- * mappings whose scalars are unambiguous in YAML 1.1 (a plain scalar starting with a letter that is
+ * <p>It vouches only for what it can answer exactly: KafkaTopic and KafkaAcl documents made of block
+ * or flow mappings and sequences whose scalars are unambiguous in YAML 1.1 (a plain scalar starting with a letter that is
  * not a boolean or null word, plain decimal digits, a one-line quoted printable-ASCII string), with
- * the fields and values the rules allow and no finding at all. Anything else (another kind, a
- * sequence, an anchor, a tag, a duplicate key, a warning, an error, a YAML error) answers null.
+ * the fields and values the rules allow and no finding at all. Anything else (another kind, an
+ * anchor, a tag, a duplicate key, a warning, an error, a YAML error) answers null.
  * The rules (patterns, limits, which topic configs and how their values are checked) come from
  * Python (kafkaops.fleet.jvm_rows.rules_json), so they have one source; tests/fleet compare the
  * rows of both readers document by document.
@@ -75,6 +75,9 @@ public final class TopicRows implements UDF3<String, String, String, String> {
       "clusterRef", "topicName", "partitions", "replicationFactor", "replicaAssignment", "config", "deletionPolicy");
   private static final Set<String> CLUSTER_REF = Set.of("name", "namespace");
   private static final Set<String> DELETION_POLICIES = Set.of("Retain", "Delete");
+  private static final Set<String> ACL_SPEC = Set.of("clusterRef", "principal", "acls");
+  private static final Set<String> ACL_ENTRY = Set.of("resource", "operations", "host", "permission");
+  private static final Set<String> ACL_RESOURCE = Set.of("type", "name", "patternType");
 
 
   /** An unquoted float (`0.25`), as written: what a number config receives. */
@@ -134,6 +137,7 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     final List<String> linePaths = new ArrayList<>();
     final Map<String, String> fieldPaths = new LinkedHashMap<>();
     final Map<String, ConfigRule> configs = new HashMap<>();
+    final AclRules acl;
 
     Rules(String text) throws IOException {
       this.text = text;
@@ -152,6 +156,40 @@ public final class TopicRows implements UDF3<String, String, String, String> {
       root.get("line_paths").forEach(p -> linePaths.add(p.asText()));
       root.get("field_paths").properties().forEach(e -> fieldPaths.put(e.getKey(), e.getValue().asText()));
       root.get("configs").properties().forEach(e -> configs.put(e.getKey(), new ConfigRule(e.getValue())));
+      acl = new AclRules(root.get("acl"));
+    }
+  }
+
+  /** What a KafkaAcl's entries may say (kafkaops.resources.acl and acl_rules, through rules_json). */
+  static final class AclRules {
+    final String kind;
+    final Map<String, Set<String>> operations = new HashMap<>();  // resource type -> its valid operations
+    final Set<String> patternTypes = new HashSet<>();
+    final Set<String> permissions = new HashSet<>();
+    final String clusterType;
+    final String clusterResourceName;
+    final String wildcard;
+    final String all;
+    final String prefixed;
+    final String defaultPatternType;
+    final String defaultPermission;
+
+    AclRules(JsonNode node) {
+      kind = node.get("kind").asText();
+      node.get("operations").properties().forEach(e -> {
+        Set<String> valid = new HashSet<>();
+        e.getValue().forEach(op -> valid.add(op.asText()));
+        operations.put(e.getKey(), valid);
+      });
+      node.get("pattern_types").forEach(p -> patternTypes.add(p.asText()));
+      node.get("permissions").forEach(p -> permissions.add(p.asText()));
+      clusterType = node.get("cluster_type").asText();
+      clusterResourceName = node.get("cluster_resource_name").asText();
+      wildcard = node.get("wildcard").asText();
+      all = node.get("all").asText();
+      prefixed = node.get("prefixed").asText();
+      defaultPatternType = node.get("default_pattern_type").asText();
+      defaultPermission = node.get("default_permission").asText();
     }
   }
 
@@ -445,15 +483,19 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     }
   }
 
-  /** The row of one KafkaTopic document with no finding, or Declined. */
+  /** The row of one KafkaTopic or KafkaAcl document with no finding, or Declined. */
   private static String row(String file, String directory, int index, Value root, Rules rules) throws Declined {
     Map<String, Value> top = mapping(root, TOP);
-    if (top == null || !rules.apiVersion.equals(string(top.get("apiVersion"), true))
-        || !rules.kind.equals(string(top.get("kind"), true))) {
+    if (top == null || !rules.apiVersion.equals(string(top.get("apiVersion"), true))) {
+      throw DECLINED;
+    }
+    String kind = string(top.get("kind"), true);
+    boolean topic = rules.kind.equals(kind);
+    if (!topic && !rules.acl.kind.equals(kind)) {
       throw DECLINED;
     }
     Map<String, Value> metadata = mapping(top.get("metadata"), METADATA);
-    Map<String, Value> spec = mapping(top.get("spec"), SPEC);
+    Map<String, Value> spec = mapping(top.get("spec"), topic ? SPEC : ACL_SPEC);
     if (metadata == null || spec == null) {
       throw DECLINED;
     }
@@ -484,7 +526,57 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     } else {
       throw DECLINED;  // no cluster: the schema's error
     }
+    Header header = new Header(file, index, root.line, kind, namespace, name, cluster, clusterFrom,
+        refNamespace != null ? refNamespace : namespace);
+    return topic ? topicRow(header, root, spec, rules) : aclRow(header, root, spec, rules);
+  }
 
+  /** What every row starts with. */
+  private static final class Header {
+    final String file;
+    final int index;
+    final int line;
+    final String kind;
+    final String namespace;
+    final String name;
+    final String cluster;
+    final String clusterFrom;
+    final String refNamespace;
+
+    Header(String file, int index, int line, String kind, String namespace, String name, String cluster,
+        String clusterFrom, String refNamespace) {
+      this.file = file;
+      this.index = index;
+      this.line = line;
+      this.kind = kind;
+      this.namespace = namespace;
+      this.name = name;
+      this.cluster = cluster;
+      this.clusterFrom = clusterFrom;
+      this.refNamespace = refNamespace;
+    }
+
+    void write(JsonGenerator json) throws IOException {
+      json.writeStringField("file", file);
+      json.writeNumberField("index", index);
+      json.writeNumberField("line", line);
+      json.writeStringField("kind", kind);
+      if (namespace != null) {
+        json.writeStringField("namespace", namespace);
+      }
+      json.writeStringField("name", name);
+      json.writeStringField("cluster", cluster);
+      json.writeStringField("cluster_from", clusterFrom);
+      if (refNamespace != null) {
+        json.writeStringField("ref_namespace", refNamespace);
+      }
+      json.writeBooleanField("valid", true);
+    }
+  }
+
+  /** A KafkaTopic's row. */
+  private static String topicRow(Header header, Value root, Map<String, Value> spec, Rules rules) throws Declined {
+    String name = header.name;
     String topicName = string(spec.get("topicName"), false);
     String topicNamePath = "spec.topicName";
     if (topicName == null) {
@@ -508,26 +600,10 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     }
     Map<String, String> config = config(spec.get("config"), replicasPerPartition, rules);
 
-    Map<String, Integer> lines = new LinkedHashMap<>();
-    collectLines(root.fields, "", lines);
     StringWriter buffer = new StringWriter(768);
     try (JsonGenerator json = JSON.createGenerator(buffer)) {
       json.writeStartObject();
-      json.writeStringField("file", file);
-      json.writeNumberField("index", index);
-      json.writeNumberField("line", root.line);
-      json.writeStringField("kind", rules.kind);
-      if (namespace != null) {
-        json.writeStringField("namespace", namespace);
-      }
-      json.writeStringField("name", name);
-      json.writeStringField("cluster", cluster);
-      json.writeStringField("cluster_from", clusterFrom);
-      String refNs = refNamespace != null ? refNamespace : namespace;
-      if (refNs != null) {
-        json.writeStringField("ref_namespace", refNs);
-      }
-      json.writeBooleanField("valid", true);
+      header.write(json);
       json.writeStringField("topic_name", topicName);
       json.writeStringField("topic_name_path", topicNamePath);
       if (partitions != null) {
@@ -555,46 +631,152 @@ public final class TopicRows implements UDF3<String, String, String, String> {
       if (deletionPolicy != null) {
         json.writeStringField("deletion_policy", deletionPolicy);
       }
-      json.writeObjectFieldStart("lines");
-      for (String path : rules.linePaths) {
-        Integer line = lines.get(path);
-        if (line != null) {
-          json.writeNumberField(path, line);
-        }
-      }
-      json.writeEndObject();
-      json.writeObjectFieldStart("field_lines");
-      Map<String, Integer> fieldLines = new LinkedHashMap<>();
-      for (Map.Entry<String, String> entry : rules.fieldPaths.entrySet()) {
-        Integer line = lines.get(entry.getValue());
-        if (line != null) {
-          fieldLines.put(entry.getKey(), line);
-        }
-      }
-      Integer topicLine = lines.containsKey("spec.topicName")
-          ? lines.get("spec.topicName") : fieldLines.get("resource");
-      if (topicLine != null) {
-        fieldLines.put("topic", topicLine);
-      }
-      for (String key : config.keySet()) {
-        Integer line = lines.get("spec.config." + key);
-        if (line != null) {
-          fieldLines.put("config." + key, line);
-        }
-      }
-      for (Map.Entry<String, Integer> entry : fieldLines.entrySet()) {
-        json.writeNumberField(entry.getKey(), entry.getValue());
-      }
-      json.writeEndObject();
-      json.writeArrayFieldStart("issues");
-      json.writeEndArray();
-      json.writeBooleanField("has_broker_id", false);
-      json.writeBooleanField("manages_acls", false);
+      writeLines(json, root, config.keySet(), rules);
       json.writeEndObject();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
     return buffer.toString();
+  }
+
+  /** A KafkaAcl's row: its principal and its entries expanded to bindings, sorted as Python sorts them. */
+  private static String aclRow(Header header, Value root, Map<String, Value> spec, Rules rules) throws Declined {
+    String principal = string(spec.get("principal"), true);
+    int colon = principal.indexOf(':');
+    if (colon < 0 || principal.substring(0, colon).isBlank()
+        || !principal.substring(0, colon).equals(principal.substring(0, colon).strip())
+        || principal.substring(colon + 1).isBlank()) {
+      throw DECLINED;  // acl.principal_problem: not Type:name
+    }
+    List<String[]> bindings = bindings(spec.get("acls"), rules.acl);
+    StringWriter buffer = new StringWriter(2048);
+    try (JsonGenerator json = JSON.createGenerator(buffer)) {
+      json.writeStartObject();
+      header.write(json);
+      json.writeStringField("principal", principal);
+      json.writeArrayFieldStart("bindings");
+      for (String[] binding : bindings) {
+        json.writeStartObject();
+        json.writeStringField("resource_type", binding[0]);
+        json.writeStringField("resource_name", binding[1]);
+        json.writeStringField("pattern_type", binding[2]);
+        json.writeStringField("host", binding[3]);
+        json.writeStringField("operation", binding[4]);
+        json.writeStringField("permission", binding[5]);
+        json.writeEndObject();
+      }
+      json.writeEndArray();
+      writeLines(json, root, Set.of(), rules);
+      json.writeEndObject();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return buffer.toString();
+  }
+
+  /**
+   * spec.acls when acl_rules.check_acl_entries and the schema find nothing, as (resource type,
+   * name, pattern type, host, operation, permission) bindings in AclBinding's order (the principal
+   * is the same in all). A host other than * (an IP address) is left to Python's check.
+   */
+  @SuppressWarnings("unchecked")
+  private static List<String[]> bindings(Value acls, AclRules acl) throws Declined {
+    if (acls == null || !(acls.data instanceof List)) {
+      throw DECLINED;
+    }
+    List<String[]> bindings = new ArrayList<>();
+    Set<List<String>> seen = new HashSet<>();
+    for (Value item : (List<Value>) acls.data) {
+      Map<String, Value> entry = mapping(item, ACL_ENTRY);
+      Map<String, Value> resource = entry == null ? null : mapping(entry.get("resource"), ACL_RESOURCE);
+      if (resource == null) {
+        throw DECLINED;
+      }
+      String type = string(resource.get("type"), true);
+      String name = string(resource.get("name"), true);
+      String pattern = string(resource.get("patternType"), false);
+      String host = string(entry.get("host"), false);
+      String permission = string(entry.get("permission"), false);
+      pattern = pattern == null ? acl.defaultPatternType : pattern;
+      host = host == null ? acl.wildcard : host;
+      permission = permission == null ? acl.defaultPermission : permission;
+      Set<String> valid = acl.operations.get(type);
+      if (valid == null || !acl.patternTypes.contains(pattern) || !acl.permissions.contains(permission)
+          || !host.equals(acl.wildcard)) {
+        throw DECLINED;
+      }
+      if ((type.equals(acl.clusterType) && !name.equals(acl.clusterResourceName))
+          || (name.equals(acl.wildcard) && pattern.equals(acl.prefixed))) {
+        throw DECLINED;  // InvalidClusterResourceName, WildcardWithPrefixedPattern
+      }
+      Value operations = entry.get("operations");
+      if (operations == null || !(operations.data instanceof List) || ((List<Value>) operations.data).isEmpty()) {
+        throw DECLINED;
+      }
+      List<Value> listed = (List<Value>) operations.data;
+      for (Value listedOperation : listed) {
+        String operation = string(listedOperation, true);
+        if (!valid.contains(operation) || (operation.equals(acl.all) && listed.size() > 1)) {
+          throw DECLINED;  // OperationNotValidForResource, RedundantAclOperation (or a duplicate)
+        }
+        if (!seen.add(List.of(type, name, pattern, host, operation, permission))) {
+          throw DECLINED;  // DuplicateAclBinding
+        }
+        bindings.add(new String[] {type, name, pattern, host, operation, permission});
+      }
+    }
+    bindings.sort((a, b) -> {
+      for (int i = 0; i < a.length; i++) {
+        int order = a[i].compareTo(b[i]);
+        if (order != 0) {
+          return order;
+        }
+      }
+      return 0;
+    });
+    return bindings;
+  }
+
+  /** `lines`, `field_lines` (documents.field_lines: `configKeys` are a topic's), and the empty findings. */
+  private static void writeLines(JsonGenerator json, Value root, Set<String> configKeys, Rules rules)
+      throws IOException {
+    Map<String, Integer> lines = new LinkedHashMap<>();
+    collectLines(root.fields, "", lines);
+    json.writeObjectFieldStart("lines");
+    for (String path : rules.linePaths) {
+      Integer line = lines.get(path);
+      if (line != null) {
+        json.writeNumberField(path, line);
+      }
+    }
+    json.writeEndObject();
+    json.writeObjectFieldStart("field_lines");
+    Map<String, Integer> fieldLines = new LinkedHashMap<>();
+    for (Map.Entry<String, String> entry : rules.fieldPaths.entrySet()) {
+      Integer line = lines.get(entry.getValue());
+      if (line != null) {
+        fieldLines.put(entry.getKey(), line);
+      }
+    }
+    Integer topicLine = lines.containsKey("spec.topicName")
+        ? lines.get("spec.topicName") : fieldLines.get("resource");
+    if (topicLine != null) {
+      fieldLines.put("topic", topicLine);
+    }
+    for (String key : configKeys) {
+      Integer line = lines.get("spec.config." + key);
+      if (line != null) {
+        fieldLines.put("config." + key, line);
+      }
+    }
+    for (Map.Entry<String, Integer> entry : fieldLines.entrySet()) {
+      json.writeNumberField(entry.getKey(), entry.getValue());
+    }
+    json.writeEndObject();
+    json.writeArrayFieldStart("issues");
+    json.writeEndArray();
+    json.writeBooleanField("has_broker_id", false);
+    json.writeBooleanField("manages_acls", false);
   }
 
   /** spec.replicaAssignment when it has no finding: partitions of equally many distinct broker ids. */
