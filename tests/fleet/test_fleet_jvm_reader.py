@@ -134,23 +134,28 @@ SPELLINGS = [
 VALUE_LINES = [i for i, line in enumerate(PLAIN.splitlines()) if ": " in line and not line.endswith(":")]
 
 
-def mutated(rng: random.Random) -> str:
-    """PLAIN with up to two values respelled, a key dropped, renamed or repeated, or the
-    document wrapped in directives, anchors, extra documents."""
-    lines = PLAIN.splitlines()
+def respelled(base: str, value_lines: list[int], words: list[str], rng: random.Random) -> str:
+    """`base` with up to two of its value lines respelled from `words`, dropped, repeated (a
+    duplicate key) or given another key."""
+    lines = base.splitlines()
     for _ in range(rng.randint(0, 2)):
-        i = rng.choice(VALUE_LINES)
+        i = rng.choice(value_lines)
         key, _, _ = lines[i].partition(": ")
         action = rng.random()
         if action < 0.7:
-            lines[i] = f"{key}: {rng.choice(SPELLINGS)}"
+            lines[i] = f"{key}: {rng.choice(words)}"
         elif action < 0.8:
             lines[i] = ""
         elif action < 0.9:
             lines.insert(i, lines[i])  # a duplicate key
         else:
             lines[i] = f"{key.rstrip()}x: 1"
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def mutated(rng: random.Random) -> str:
+    """PLAIN respelled, or the document wrapped in directives, anchors, extra documents."""
+    text = respelled(PLAIN, VALUE_LINES, SPELLINGS, rng)
     wrap = rng.random()
     if wrap < 0.05:
         text = "%YAML 1.1\n---\n" + text
@@ -369,22 +374,11 @@ ACL_VALUE_LINES = [i for i, line in enumerate(PLAIN_ACL.splitlines())
 
 
 def mutated_acl(rng: random.Random) -> str:
-    """PLAIN_ACL with values respelled (YAML's spellings and the ACL vocabulary), lines dropped or repeated."""
+    """PLAIN_ACL respelled (YAML's spellings and the ACL vocabulary)."""
     words = SPELLINGS + ["Topic", "Group", "Cluster", "Read", "Write", "All", "Describe", "Prefixed", "Literal",
                          "Deny", "'*'", "kafka-cluster", "[Read, Read]", "[All, Read]", "[IdempotentWrite]",
                          '"User:x"', '"x"', "10.0.0.1"]
-    lines = PLAIN_ACL.splitlines()
-    for _ in range(rng.randint(0, 2)):
-        i = rng.choice(ACL_VALUE_LINES)
-        key, _, _ = lines[i].partition(": ")
-        action = rng.random()
-        if action < 0.75:
-            lines[i] = f"{key}: {rng.choice(words)}"
-        elif action < 0.85:
-            lines[i] = ""
-        else:
-            lines.insert(i, lines[i])
-    return "\n".join(lines) + "\n"
+    return respelled(PLAIN_ACL, ACL_VALUE_LINES, words, rng)
 
 
 def test_whatever_acl_file_the_reader_vouches_for_has_pythons_rows_on_thousands_of_mutations(reader):
