@@ -35,14 +35,14 @@ import org.yaml.snakeyaml.reader.StreamReader;
  * rows kafkaops.fleet.documents.parse_files would make of it, one per line, or null when this
  * reader does not vouch for every document of the file (the file is then parsed in Python).
  *
- * <p>It vouches only for what it can answer exactly: KafkaTopic and KafkaAcl documents made of block
- * or flow mappings and sequences whose scalars are unambiguous in YAML 1.1 (a plain scalar starting with a letter that is
- * not a boolean or null word, plain decimal digits, a one-line quoted printable-ASCII string), with
- * the fields and values the rules allow and no finding at all. Anything else (another kind, an
- * anchor, a tag, a duplicate key, a warning, an error, a YAML error) answers null.
- * The rules (patterns, limits, which topic configs and how their values are checked) come from
- * Python (kafkaops.fleet.jvm_rows.rules_json), so they have one source; tests/fleet compare the
- * rows of both readers document by document.
+ * <p>It vouches only for what it can answer exactly: KafkaTopic and KafkaAcl documents made of
+ * block or flow mappings and sequences whose scalars are unambiguous in YAML 1.1 (a plain scalar
+ * starting with a letter that is not a boolean or null word, plain decimal digits, a one-line
+ * quoted printable-ASCII string), with the fields and values the rules allow and no finding at
+ * all. Anything else (another kind, an anchor, a tag, a duplicate key, a warning, an error, a YAML
+ * error) answers null. The rules (patterns, limits, which topic configs and how their values are
+ * checked, the ACL vocabulary) come from Python (kafkaops.fleet.jvm_rows.rules_json), so they have
+ * one source; tests/fleet compare the rows of both readers document by document.
  */
 public final class TopicRows implements UDF3<String, String, String, String> {
   private static final long serialVersionUID = 1L;
@@ -631,7 +631,7 @@ public final class TopicRows implements UDF3<String, String, String, String> {
       if (deletionPolicy != null) {
         json.writeStringField("deletion_policy", deletionPolicy);
       }
-      writeLines(json, root, config.keySet(), rules);
+      writeRowEnd(json, root, config.keySet(), rules);
       json.writeEndObject();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -666,7 +666,7 @@ public final class TopicRows implements UDF3<String, String, String, String> {
         json.writeEndObject();
       }
       json.writeEndArray();
-      writeLines(json, root, Set.of(), rules);
+      writeRowEnd(json, root, Set.of(), rules);
       json.writeEndObject();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -737,8 +737,11 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     return bindings;
   }
 
-  /** `lines`, `field_lines` (documents.field_lines: `configKeys` are a topic's), and the empty findings. */
-  private static void writeLines(JsonGenerator json, Value root, Set<String> configKeys, Rules rules)
+  /**
+   * What every row ends with: `lines`, `field_lines` (documents.field_lines; `configKeys` are a
+   * topic's), no findings, and the flags of the other kinds, false.
+   */
+  private static void writeRowEnd(JsonGenerator json, Value root, Set<String> configKeys, Rules rules)
       throws IOException {
     Map<String, Integer> lines = new LinkedHashMap<>();
     collectLines(root.fields, "", lines);
