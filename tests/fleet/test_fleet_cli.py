@@ -183,7 +183,7 @@ def test_a_run_shows_progress_and_no_spark_noise(inputs):
     assert lines[0] == "[1/9] session: starting Spark ..." and lines[-1].startswith("done in ")
     assert lines[1].startswith("[1/9] session: Spark ") and ", small-input settings - " in lines[1]  # 0.1 MB of input
     assert all(line.startswith(("[", "  problem: ", "done in ")) for line in lines), lines
-    # the six plain topic files of examples/ read by the JVM reader, the ten others parsed in Python
+    # the six plain topic files and five ACL files of examples/ read by the JVM reader, the five others in Python
     assert any(line.startswith("[2/9] desired: 29 documents in 16 files (11 read in the JVM), ") for line in lines), lines
     assert result.stdout.splitlines()[-1] == f"report: {inputs['out']}/report.html"
     assert (inputs["out"] / "report.html").exists()

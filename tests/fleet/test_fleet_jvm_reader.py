@@ -112,8 +112,10 @@ def test_files_of_examples_and_the_corpus_read_in_the_jvm_have_pythons_rows(read
     for path in find_yaml_files(EXAMPLES) + find_yaml_files(CORPUS):
         if agree(reader, "file:" + str(path), path.read_text()):
             vouched.append(path.relative_to(ROOT).as_posix())
-    # every example topic file; the corpus's valid plain topics, not its mistakes
+    # every example topic and ACL file; the corpus's valid plain topics, not its mistakes
     assert {"examples/clusters/dev/topics/orders.yaml", "examples/clusters/prod/topics/payments.yaml",
+            "examples/clusters/dev/acls/orders.yaml", "examples/clusters/prod/acls/payments.yaml",
+            "tests/resources/corpus/valid/acl-revoke-all.yaml",
             "tests/resources/corpus/valid/topic-typed-yaml-values.yaml",
             "tests/resources/corpus/valid/topic-replica-assignment.yaml"} <= set(vouched)
     assert not [v for v in vouched if "/invalid/" in v or "/warnings/" in v], vouched
