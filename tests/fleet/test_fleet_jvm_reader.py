@@ -362,13 +362,16 @@ def test_the_reader_reads_an_acl_entry_exactly_when_python_finds_nothing(reader)
 
 
 def test_an_acl_principal_is_read_exactly_when_python_finds_nothing_in_it(reader):
+    """Each principal as PyYAML writes it, and double-quoted as people write it (`":app"` reaches the
+    principal check only quoted: plain, YAML's own reading of it is left to Python)."""
     for principal in ("User:app", "Group:ops", "User:a:b", "User:", ":app", " User:app", "User :app", "User: ",
                       "User: app", "app", "", "User:CN=app,O=org"):
-        text = acl_text([entry("Topic", "t", ["Read"])], principal)
-        rows = python_rows("file:/repo/a.yaml", text)
-        clean = all(row["valid"] and not row["issues"] for row in rows)
-        got = reader("file:/repo/a.yaml", text)
-        assert (got is not None) == clean and (got is None or got == rows), principal
+        quoted = PLAIN_ACL.replace('"User:orders"', json.dumps(principal))
+        for text in (acl_text([entry("Topic", "t", ["Read"])], principal), quoted):
+            rows = python_rows("file:/repo/a.yaml", text)
+            clean = all(row["valid"] and not row["issues"] for row in rows)
+            got = reader("file:/repo/a.yaml", text)
+            assert (got is not None) == clean and (got is None or got == rows), text
 
 
 ACL_VALUE_LINES = [i for i, line in enumerate(PLAIN_ACL.splitlines())
@@ -397,9 +400,9 @@ def test_whatever_acl_file_the_reader_vouches_for_has_pythons_rows_on_thousands_
 def test_every_acl_rule_python_has_is_one_the_reader_declines_on():
     """acl_rules' findings, by rule name: the reader mirrors each one (it declines the document). A
     new rule fails here until TopicRows.java checks for it too (or the reader stops reading ACLs)."""
-    from kafkaops.resources import acl_rules
-
     import re
+
+    from kafkaops.resources import acl_rules
 
     rules = {value for name, value in vars(acl_rules).items()
              if name.isupper() and isinstance(value, str) and re.fullmatch(r"(?:[A-Z][a-z]+)+", value)}

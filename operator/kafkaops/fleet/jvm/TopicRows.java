@@ -643,9 +643,8 @@ public final class TopicRows implements UDF3<String, String, String, String> {
   private static String aclRow(Header header, Value root, Map<String, Value> spec, Rules rules) throws Declined {
     String principal = string(spec.get("principal"), true);
     int colon = principal.indexOf(':');
-    if (colon < 0 || principal.substring(0, colon).isBlank()
-        || !principal.substring(0, colon).equals(principal.substring(0, colon).strip())
-        || principal.substring(colon + 1).isBlank()) {
+    String type = colon < 0 ? "" : principal.substring(0, colon);
+    if (type.isBlank() || !type.equals(type.strip()) || principal.substring(colon + 1).isBlank()) {
       throw DECLINED;  // acl.principal_problem: not Type:name
     }
     List<String[]> bindings = bindings(spec.get("acls"), rules.acl);
