@@ -57,11 +57,15 @@ class Applied:
 
     @property
     def notes(self) -> tuple[str, ...]:
+        if len(self.done) == len(self.results):  # every step OK, none skipped: the usual case, asked per resource
+            return ()
         return tuple([f"{describe_step(r.step)}: {r.note}" for r in self.results if r.state is StepState.SKIPPED])
 
     @property
     def deferred(self) -> tuple[ChangeReplicas, ...]:
         """Replica changes: one reassignment run per cluster, after the rest."""
+        if len(self.done) == len(self.results):  # every step OK: nothing deferred
+            return ()
         return tuple([r.step for r in self.results
                       if r.state is StepState.DEFERRED and isinstance(r.step, ChangeReplicas)])
 

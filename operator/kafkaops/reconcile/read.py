@@ -38,6 +38,7 @@ from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observed import ObservedConfig, ObservedState, ObservedTopic, broker_key
 from kafkaops.reconcile.ownership import Ownership, topic_owner
 from kafkaops.resources.acl import AclBinding
+from kafkaops.resources.models import KafkaTopic
 
 _UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
 
@@ -60,17 +61,22 @@ class ObserveScope:
     def for_desired(cls, desired: DesiredState, *, all_topics: bool = False,
                     ownership: Ownership | None = None) -> ObserveScope:
         """What planning `desired` needs: its topics' declared keys and the keys kafkaops owns on them."""
-        owned = ownership or Ownership()
+        owners = (ownership or Ownership()).owners
         return cls(
             topics=None if all_topics else desired.topic_names,
-            topic_configs={t.topic_name: frozenset(t.config) | owned.keys(topic_owner(t.topic_name))
-                           for t in desired.topics},
+            topic_configs={t.topic_name: _config_keys(t, owners) for t in desired.topics},
             acls=desired.needs_acls,
             broker_keys=frozenset(broker_key(b.broker_id) for b in desired.broker_configs),
             reassignments=bool(desired.topics),
             scram=desired.needs_scram,
             quotas=desired.needs_quotas,
         )
+
+
+def _config_keys(topic: KafkaTopic, owners: Mapping[str, Mapping[str, str | None]]) -> frozenset[str]:
+    """The config keys to read of `topic`: those declared, and those kafkaops owns on it (a first apply: none)."""
+    owned = owners.get(topic_owner(topic.topic_name))
+    return frozenset(topic.config).union(owned) if owned else frozenset(topic.config)
 
 
 @dataclass(frozen=True, slots=True)
