@@ -17,7 +17,7 @@ def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> 
     wanted = dict(flag.removeprefix("-XX:").split("=") for flag in LARGE_RUN_JAVA if "=" in flag)
     running = {name: diagnostics.getVMOption(name).getValue() for name in wanted}
     assert running == wanted
-    assert running["Tier4InvocationThreshold"] == "50000"  # ten times HotSpot's 5,000
+    assert running["Tier4InvocationThreshold"] == "100000"  # twenty times HotSpot's 5,000
     assert diagnostics.getVMOption("UseParallelGC").getValue() == "true"
     assert diagnostics.getVMOption("UseG1GC").getValue() == "false"
 

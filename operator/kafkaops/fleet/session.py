@@ -65,9 +65,12 @@ SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m", "
 # (compilers 55 CPU s; C1 alone was slower: the desired stage 126 s against 110). The parallel
 # collector instead of G1: no concurrent marking, no G1 write barriers in the task threads (GC
 # threads 5 CPU s, tasks 158 s against 170). The run: 231-240 s -> 220 s (thresholds) -> 196-209 s
-# (both), the JVM resident at 3.2 GiB instead of 4.1-4.4.
-LARGE_RUN_JAVA = ["-XX:Tier4InvocationThreshold=50000", "-XX:Tier4MinInvocationThreshold=6000",
-                  "-XX:Tier4CompileThreshold=150000", "-XX:Tier4BackEdgeThreshold=400000", "-XX:+UseParallelGC"]
+# (both), the JVM resident at 3.2 GiB instead of 4.1-4.4. Twenty times (2026-11-28, once the JVM
+# read the manifests: C2 was 87 of the compilers' 105 CPU s): compilers 86-94 CPU s against
+# 107-117, the tasks' CPU unchanged, the run 241-251 s against 247-270 (four alternating pairs);
+# thirty times had left per-row loops in C1 (tasks +28 s).
+LARGE_RUN_JAVA = ["-XX:Tier4InvocationThreshold=100000", "-XX:Tier4MinInvocationThreshold=12000",
+                  "-XX:Tier4CompileThreshold=300000", "-XX:Tier4BackEdgeThreshold=800000", "-XX:+UseParallelGC"]
 
 
 def _local_cores(master: str) -> int:
