@@ -13,7 +13,10 @@ WORKERS ?= -n 2
 JAVA_SRC := operator/kafkaops/fleet/jvm/TopicRows.java
 JAR      := operator/kafkaops/fleet/jvm/kafkaops-fleet.jar
 
+# Spark's class archive (fleet/class_archive.py: the JVM maps Spark's classes from one file instead of
+# loading them from its jars), recorded again whenever it no longer matches this JVM, Spark or the jar
 setup: $(STAMP) $(JAR)
+	$(PY) -m kafkaops.fleet.class_archive --if-stale
 
 $(STAMP): pyproject.toml
 	@# PySpark (the fleet pipeline) needs Java 17+, and its JVM reader a compiler: install Debian's JDK when
@@ -84,3 +87,4 @@ image:
 
 clean:
 	rm -rf $(VENV) .venv-lean .pytest_cache build *.egg-info operator/*.egg-info fleet-demo
+	rm -f operator/kafkaops/fleet/jvm/*.jsa operator/kafkaops/fleet/jvm/*.jsa.*

@@ -46,4 +46,7 @@ if [ "$extras" = fleet ]; then
     apt-get purge -y --auto-remove default-jdk-headless
     rm -rf /var/lib/apt/lists/*
   fi
+  # Spark's class archive (kafkaops/fleet/class_archive.py), recorded with the JVM the image keeps:
+  # a fleet run's JVM then maps Spark's classes from it instead of loading them from the jars.
+  "$venv/bin/python" -m kafkaops.fleet.class_archive
 fi

@@ -178,6 +178,9 @@ def test_build_context_holds_what_the_dockerfile_uses(dockerfile) -> None:
         assert (REPO / source).exists(), source
         assert included(source.rstrip("/")), source
     assert not included(".venv") and not included("tests")
+    # a checkout's recorded class archive is for its own machine's JVM (and 185 MiB): never sent
+    assert not included("operator/kafkaops/fleet/jvm/spark-classes.jsa")
+    assert not included("operator/kafkaops/fleet/jvm/spark-classes.jsa.stamp")
 
 
 def test_make_image_explains_a_missing_docker(tmp_path: Path) -> None:

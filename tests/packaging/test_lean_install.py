@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkaops.fleet import jvmconsole
+
 pytestmark = pytest.mark.slow  # about 30 s the first time on a fresh machine, 10 s with .venv-lean cached
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +55,8 @@ def build_wheel(out: Path, jar: bool = True) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
     shutil.copytree(REPO / "operator", src / "operator",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", *(() if jar else ("*.jar",))))
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "*.jsa", "*.jsa.*",
+                                                  *(() if jar else ("*.jar",))))
     run = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out / "dist"),
                 str(src)])
     assert run.returncode == 0, run.stderr
@@ -121,10 +124,11 @@ def test_wheel_holds_no_test_doubles(wheel: Path) -> None:
     assert any("kmock" in r and "extra == \"dev\"" in r for r in requires), requires
 
 
-def test_the_fleet_install_compiles_the_jvm_reader(tmp_path: Path) -> None:
+def test_the_fleet_install_compiles_the_jvm_reader_and_records_sparks_classes(tmp_path: Path) -> None:
     """install.sh with EXTRAS=fleet, as `make image EXTRAS=fleet` runs it: the wheel comes from the
     sources only, with no jar, and the install compiles the desired stage's JVM reader into the
-    installed package, where the fleet session looks for it."""
+    installed package, where the fleet session looks for it, then records Spark's class archive
+    there (`python -m kafkaops.fleet.class_archive`), which a JVM of this machine maps."""
     wheel = build_wheel(tmp_path / "wheel", jar=False)
     with zipfile.ZipFile(wheel) as archive:
         assert not [n for n in archive.namelist() if n.endswith(".jar")]
@@ -149,6 +153,35 @@ def test_the_fleet_install_compiles_the_jvm_reader(tmp_path: Path) -> None:
     assert where.stdout.strip() == str(jar), where.stderr
     # the very bytes of the jar `make setup` built, which tests/fleet's reader tests load into Spark
     assert jar.read_bytes() == (REPO / "operator" / "kafkaops" / "fleet" / "jvm" / "kafkaops-fleet.jar").read_bytes()
+    _check_class_archive(python, jar.parent / "spark-classes.jsa", run.stdout)
+
+
+def _check_class_archive(python: Path, archive: Path, install_output: str) -> None:
+    assert f"recorded {archive} (" in install_output
+    assert archive.stat().st_size > 50 * 2**20 and not list(archive.parent.glob("*.partial"))
+    again = _run([str(python), "-m", "kafkaops.fleet.class_archive", "--if-stale"])
+    assert (again.returncode, again.stdout) == (0, f"{archive} is up to date\n"), again.stderr  # stamped for here
+    # -Xshare:on: a JVM that cannot map every archive it is given does not start. The session's own
+    # options (as `kafkaops fleet plan` launches Spark), which name the installed archive, and that flag.
+    script = ("from kafkaops.fleet.session import create_session, local_java_options\n"
+              "java = ' '.join([*local_java_options(small=True), '-Xshare:on'])\n"
+              "spark = create_session('local[1]', small=True, conf={'spark.driver.extraJavaOptions': java})\n"
+              "print(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()"
+              ".getInputArguments())\n"
+              "print(spark.range(10).selectExpr('sum(id)').first()[0])\n")
+    used = _run([str(python), "-c", script], timeout=300)
+    assert used.returncode == 0, used.stderr
+    arguments, total = used.stdout.strip().splitlines()[-2:]
+    assert f"-XX:SharedArchiveFile={archive}" in arguments and "-Xshare:on" in arguments and total == "45"
+    # The same archive given to a JVM of another class path: HotSpot warns (on stdout, which a run's
+    # console pump reads with stderr) and starts without it; a user sees our one line instead.
+    java = _run([str(python), "-c", "from kafkaops.fleet.class_archive import java_binary; print(java_binary())"])
+    other = subprocess.run([java.stdout.strip(), f"-XX:SharedArchiveFile={archive}", "-cp", str(archive.parent),
+                            "-version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert other.returncode == 0 and "[warning][cds" in other.stdout
+    seen = list(jvmconsole.shown(other.stdout.splitlines(), verbose=False))
+    assert seen[0] == jvmconsole.CLASS_ARCHIVE_UNUSED and seen[1].startswith("openjdk version")  # then -version's
+    assert not any("[warning]" in line for line in seen)
 
 
 def test_the_lean_install_cannot_build_the_reader_and_says_why(lean: Path) -> None:
@@ -156,6 +189,13 @@ def test_the_lean_install_cannot_build_the_reader_and_says_why(lean: Path) -> No
     assert run.returncode == 1
     assert run.stderr.strip() == ("kafkaops.fleet.jvm_build: the JVM reader is compiled against PySpark's jars: "
                                   "pip install 'kafkaops[fleet]'")
+
+
+def test_the_lean_install_cannot_record_sparks_classes_and_says_why(lean: Path) -> None:
+    run = _run([str(lean / "bin" / "python"), "-m", "kafkaops.fleet.class_archive"])
+    assert run.returncode == 1
+    assert run.stderr.strip() == ("kafkaops.fleet.class_archive: the archive holds Spark's classes, and PySpark is "
+                                  "not installed: pip install 'kafkaops[fleet]'")
 
 
 def test_lean_install_has_no_extra_packages(lean: Path) -> None:

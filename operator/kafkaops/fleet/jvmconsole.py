@@ -12,7 +12,8 @@ import os
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark import SparkConf
@@ -31,20 +32,46 @@ NOISE = re.compile(
 )
 
 
+# HotSpot's unified-logging warnings about a class archive it cannot map (class_archive.py): the JVM
+# starts without it, so the run is only slower; one line of ours says so instead of HotSpot's.
+CLASS_ARCHIVE_WARNING = re.compile(r"\[[\d.]+s\]\[warning\]\[cds")
+CLASS_ARCHIVE_UNUSED = ("kafkaops: the JVM could not use Spark's class archive (another JVM, Spark or class path "
+                        "than it was recorded for): Spark starts without it, only slower; "
+                        "`python -m kafkaops.fleet.class_archive` records it again")
+
+
 def is_noise(line: str) -> bool:
     """True for a console line a user should not see unless they ask (--verbose)."""
     text = line.strip()
     return not text or NOISE.match(text) is not None
 
 
+def shown(lines: Iterable[str], verbose: bool) -> Iterator[str]:
+    """The console lines a user sees, in order: noise dropped, the class archive's warnings made one line."""
+    archive_said = False
+    for line in lines:
+        if verbose:
+            yield line
+        elif CLASS_ARCHIVE_WARNING.match(line.strip()):
+            if not archive_said:
+                archive_said = True
+                yield CLASS_ARCHIVE_UNUSED
+        elif not is_noise(line):
+            yield line
+
+
+def _parts(stream: IO[bytes]) -> Iterator[str]:
+    for raw in stream:
+        for part in raw.decode("utf-8", "replace").split("\r"):  # progress bars redraw with \r
+            text = part.rstrip("\n")
+            if text.strip():
+                yield text
+
+
 def _pump(read_fd: int, verbose: bool) -> None:
     with os.fdopen(read_fd, "rb") as stream:
-        for raw in stream:
-            for part in raw.decode("utf-8", "replace").split("\r"):  # progress bars redraw with \r
-                if verbose or not is_noise(part):
-                    text = part.rstrip("\n")
-                    if text.strip():
-                        print(text, file=sys.stderr, flush=True)
+        for text in shown(_parts(stream), verbose):
+            print(text, file=sys.stderr, flush=True)
 
 
 def launch_gateway(conf: SparkConf, verbose: bool = False) -> Any:

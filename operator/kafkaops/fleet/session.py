@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "kafkaops-fleet"
 DEFAULT_DRIVER_MEMORY = "4g"
+AUTO = "auto"  # create_session(class_archive=AUTO): Spark's class archive when one matches this machine
 
 
 # A small local run (the input is a few megabytes: `make fleet-demo`, a team's repository) spends its
@@ -132,6 +134,19 @@ def _quiet_log4j(verbose: bool = False) -> str:
     return path
 
 
+def local_java_options(*, small: bool, class_archive: Path | str | None = AUTO, verbose: bool = False) -> list[str]:
+    """The driver JVM's options of a local run: quiet logs, the compiler and collector settings
+    of a small or a large run, and Spark's class archive (class_archive.py) when there is one
+    recorded for this JVM and Spark (`class_archive`: AUTO looks for it, None goes without)."""
+    from kafkaops.fleet import class_archive as archives
+
+    java = [f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}", *(SMALL_RUN_JAVA if small else LARGE_RUN_JAVA)]
+    archive = archives.usable() if class_archive == AUTO else class_archive
+    if archive is not None and Path(archive).is_file():  # a missing file would turn off the JDK's own archive too
+        java.append(f"-XX:SharedArchiveFile={archive}")
+    return java
+
+
 def create_session(
     master: str | None = None,
     *,
@@ -141,10 +156,12 @@ def create_session(
     app_name: str = APP_NAME,
     verbose: bool = False,
     small: bool = False,
+    class_archive: Path | str | None = AUTO,
 ) -> SparkSession:
     """The session for one run (an existing one is reused: tests share one JVM). A JVM started
     here has its console filtered (jvmconsole) unless `verbose`. `small` (local mode only): the
-    input is a few megabytes, so start-up and per-query overhead dominate (SMALL_RUN)."""
+    input is a few megabytes, so start-up and per-query overhead dominate (SMALL_RUN).
+    `class_archive`: see local_java_options; a given `spark.driver.extraJavaOptions` replaces them all."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -180,13 +197,10 @@ def create_session(
                 "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
                 "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
             })
-            java = [f"-Dlog4j2.configurationFile=file:{_quiet_log4j(verbose)}"]
             if small:
                 settings.update(SMALL_RUN)
-                java += SMALL_RUN_JAVA
-            else:
-                java += LARGE_RUN_JAVA
             if not (conf or {}).get("spark.driver.extraJavaOptions"):
+                java = local_java_options(small=small, class_archive=class_archive, verbose=verbose)
                 settings["spark.driver.extraJavaOptions"] = " ".join(java)
     elif driver_memory:
         settings["spark.driver.memory"] = driver_memory
