@@ -1,6 +1,6 @@
 """The Spark JVM's class archive: Spark's classes mapped from one file at start-up, not loaded from its jars.
 
-    python -m kafkaops.fleet.class_archive [--output PATH]
+    python -m kafkaops.fleet.class_archive [--output PATH] [--if-stale]
 
 A local fleet run starts a JVM that loads Spark's classes from its 280 jars (26,000 classes in
 a small run), and a slow machine spends seconds on it: in the session's start and in every stage
