@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from bench_helpers import load_bench
-from fleet_helpers import SnapTopic, acl, entry, kcluster, topic, write_snapshot, write_yaml
+from fleet_helpers import SnapTopic, acl, client_quota, entry, kcluster, topic, user, write_snapshot, write_yaml
 
 from kafkaops.fleet import access, desired, drift, observed, orphans, plan
 from kafkaops.fleet import policy as policy_stage
@@ -202,6 +202,49 @@ def test_observed_tables_are_the_snapshot_format():
 
 
 # --- plan, drift, orphans, access on one small fleet ---------------------------------------------------------------
+
+
+def _storage_ids(spark) -> set[int]:
+    return {info.id() for info in spark.sparkContext._jsc.sc().getRDDStorageInfo()}
+
+
+def test_kept_tables_have_the_same_rows_a_one_step_plan_and_free_their_blocks(spark, tmp_path):
+    """`Desired.kept` (what the pipeline uses after the desired stage): every table the later stages
+    read has the rows `load` gives, from a plan of one step instead of the parse's whole plan, which
+    Spark would analyse again for every frame built from it; `unpersist` frees the kept rows."""
+    tree = tmp_path / "repo"
+    write_yaml(tree / "clusters" / "c1" / "all.yaml", kcluster("c1"),
+               topic("a", config={"retention.ms": "1000"}), topic("b", partitions=0),  # b: invalid
+               acl("app", "User:app", [entry("Topic", "a", ["Read"])]),
+               user("svc", quotas={"producer_byte_rate": 1024}, acls=[entry("Topic", "a", ["Write"])]),
+               client_quota("apps", {"clientId": "app"}, {"request_percentage": 50}))
+    loaded = desired.load(spark, [str(tree)])
+    tables = ("valid", "issues", "topics", "acls", "bindings", "broker_configs", "clusters", "users", "client_quotas")
+
+    def contents(d: desired.Desired) -> dict[str, list[str]]:
+        return {name: sorted(repr(sorted(r.items())) for r in rows(getattr(d, name))) for name in tables}
+
+    before = contents(loaded)
+    assert all(before[name] for name in ("topics", "issues", "users", "bindings", "client_quotas"))
+    stored = _storage_ids(spark)
+    kept = loaded.kept()
+    assert contents(kept) == before
+    for name in ("valid", "issues"):
+        plan = getattr(kept, name)._jdf.queryExecution().analyzed()
+        assert plan.getClass().getSimpleName() == "LogicalRDD", name
+        assert len(getattr(loaded, name)._jdf.queryExecution().analyzed().toString()) > 20 * len(plan.toString())
+    checkpoints = _storage_ids(spark) - stored
+    assert len(checkpoints) == 2
+    kept.unpersist()
+    assert not checkpoints & _storage_ids(spark)
+
+
+def test_kept_leaves_a_cluster_runs_tables_as_they_are():
+    """On a cluster a local checkpoint would be lost with its executor: the cached lineage stays."""
+    cluster_session_double = types.SimpleNamespace(sparkContext=types.SimpleNamespace(master="spark://m:7077"))
+    valid_double = types.SimpleNamespace(sparkSession=cluster_session_double)
+    tables = desired.Desired(*(object() for _ in range(7)), valid=valid_double)
+    assert tables.kept() is tables
 
 
 @pytest.fixture(scope="module")

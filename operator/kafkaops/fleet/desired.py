@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.fleet import hadoopfs, jvm_rows
@@ -110,10 +110,38 @@ class Desired:
                     "`python -m kafkaops.fleet.jvm_build` builds it (a JDK 17+)")
         return "all parsed in Python"
 
+    def kept(self) -> Desired:
+        """These tables with the valid documents and the issues computed now and kept with a plan of one
+        step (a local run): the documents' own plan (parse, set rules, the join that drops the rejected)
+        is some 65,000 characters, and Spark analyses a query's whole plan each time a frame is built
+        from it, so every select, join and union of the later stages re-read it: 0.3-1.3 s per union of
+        two frames on a small run. docs/architecture.md, "The desired tables' short plan".
+
+        A local checkpoint keeps the rows in the block store (memory, then disk) like `persist`; on a
+        cluster it would be lost with an executor, so there the cached lineage stays."""
+        from pyspark import StorageLevel
+
+        if self.valid is None or not self.valid.sparkSession.sparkContext.master.startswith("local"):
+            return self
+        valid = self.valid.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        issues = self.issues.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        self.valid.unpersist()
+        self.issues.unpersist()
+        return replace(self, issues=issues, valid=valid, **_tables(valid))
+
     def unpersist(self) -> None:
         for frame in (self.docs, self.issues, self.valid):
             if frame is not None:
                 frame.unpersist()
+                _release_checkpoint(frame)
+
+
+def _release_checkpoint(frame: DataFrame) -> None:
+    """Free the blocks of a local checkpoint (`unpersist` does not: the rows belong to the plan's RDD, which
+    Spark's cleaner frees only once the JVM collects it)."""
+    plan = frame._jdf.logicalPlan()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 def read_files(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -408,6 +436,14 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     valid = (docs.filter(col("valid")).join(F.broadcast(rejected), ["file", "index"], "left_anti")
              .drop("issues", "lines", "valid", "topic_name_path", "has_broker_id", "principal_path")
              .persist(StorageLevel.MEMORY_AND_DISK))
+    return Desired(docs, issues, **_tables(valid), valid=valid, reader=reader, jvm_files=jvm_files)
+
+
+def _tables(valid: DataFrame) -> dict[str, DataFrame]:
+    """The valid documents split by kind: the frames of `Desired` that select from `valid`."""
+    from pyspark.sql import functions as F
+
+    col = F.col
     topics = valid.filter(col("kind") == KAFKA_TOPIC).select(
         "cluster", col("topic_name").alias("topic"), "partitions", "replication_factor", "replica_assignment",
         "config", "deletion_policy", "file", "index", "namespace", "name", "ref_namespace",
@@ -429,5 +465,5 @@ def load(spark: SparkSession, paths: list[str]) -> Desired:
     kafka_clusters = valid.filter(col("kind") == KAFKA_CLUSTER).select(
         "cluster", "namespace", "bootstrap", "deletion_policy", "max_deletions", "allowed_namespaces", "file",
         "index", "name")
-    return Desired(docs, issues, topics, acls, bindings, broker_configs, kafka_clusters, valid=valid, users=users,
-                   client_quotas=client_quotas, reader=reader, jvm_files=jvm_files)
+    return {"topics": topics, "acls": acls, "bindings": bindings, "broker_configs": broker_configs,
+            "clusters": kafka_clusters, "users": users, "client_quotas": client_quotas}

@@ -182,7 +182,7 @@ def run(options: FleetOptions, echo: Echo = _stderr, spark: SparkSession | None 
               "invalid_documents": invalid_docs}
     desired_clusters = sorted(r[0] for r in desired.docs.filter(col("cluster").isNotNull())
                               .select("cluster").distinct().collect())
-    desired.valid.count()  # cache the valid documents now; the parsed ones are not read again
+    desired = desired.kept()  # the valid documents kept now, with a short plan; the parsed ones are not read again
     desired.docs.unpersist()
     progress.end(f"{_n(stats['documents'])} documents in {_n(stats['files'])} files ({desired.reader_note()}), "
                  f"{_n(invalid_docs)} invalid "
