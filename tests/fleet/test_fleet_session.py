@@ -72,3 +72,28 @@ def test_a_small_local_run_evaluates_expressions_without_compiling_them() -> Non
     assert shown.returncode == 0, shown.stderr
     counts = json.loads(shown.stdout.strip().splitlines()[-1])
     assert counts == {"small": 0, "compiled": counts["compiled"], "page": "1m"} and counts["compiled"] >= 1, counts
+
+
+def test_a_column_function_is_three_calls_into_the_jvm_not_thirteen(spark, monkeypatch) -> None:
+    # PySpark's default records each DataFrame method's and column function's Python call site in the
+    # JVM (spark.python.sql.dataFrameDebugging.enabled): an active-session lookup, the setting, the
+    # origin looked up, set and cleared, 13 commands where the function itself takes 3 (find the
+    # class, the method, call it). Our sessions turn that off: counted here as py4j sends them.
+    from pyspark.errors import utils as error_utils
+    from pyspark.sql import functions as F
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    client = spark.sparkContext._gateway._gateway_client  # noqa: SLF001
+    sent = []
+    original = client.send_command
+    monkeypatch.setattr(error_utils, "_enable_debugging_cache", None)  # read the setting again, as a new process would
+    F.col("first")  # which reads it
+
+    def counted(command, *args, **kwargs):  # noqa: ANN001, ANN202 - py4j's send_command
+        sent.append(command)
+        return original(command, *args, **kwargs)
+
+    monkeypatch.setattr(client, "send_command", counted)
+    for name in ("a", "b", "c", "d", "e"):
+        F.col(name)
+    assert len(sent) == 3 * 5, sent

@@ -178,6 +178,11 @@ def create_session(
         "spark.sql.parquet.compression.codec": "snappy",
         # pandas is not a dependency: plain (pickled) Python UDFs, without the fallback warning
         "spark.sql.execution.pythonUDF.arrow.enabled": "false",
+        # PySpark's default records the Python call site of every DataFrame method and column function
+        # in the JVM (an active-session lookup, a stack walk and two calls more each) for error
+        # messages, which here would name kafkaops' own lines: 2.6 ms per `F.col` instead of 0.3, ~3 s
+        # of a small run's ~1,300 such calls (docs/benchmarks.md, "A small fleet's analysis")
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if chosen is not None:
         builder = builder.master(chosen)
