@@ -239,12 +239,15 @@ def test_kept_tables_have_the_same_rows_a_one_step_plan_and_free_their_blocks(sp
     assert not checkpoints & _storage_ids(spark)
 
 
-def test_kept_leaves_a_cluster_runs_tables_as_they_are():
-    """On a cluster a local checkpoint would be lost with its executor: the cached lineage stays."""
+def test_kept_leaves_a_cluster_runs_tables_as_they_are_computed_now():
+    """On a cluster a local checkpoint would be lost with its executor: the cached lineage stays, its
+    rows computed now (the pipeline then drops the parsed documents' cache)."""
+    counted: list[int] = []
     cluster_session_double = types.SimpleNamespace(sparkContext=types.SimpleNamespace(master="spark://m:7077"))
-    valid_double = types.SimpleNamespace(sparkSession=cluster_session_double)
+    valid_double = types.SimpleNamespace(sparkSession=cluster_session_double, count=lambda: counted.append(1) or 3)
     tables = desired.Desired(*(object() for _ in range(7)), valid=valid_double)
     assert tables.kept() is tables
+    assert counted == [1]
 
 
 @pytest.fixture(scope="module")

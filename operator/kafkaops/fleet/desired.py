@@ -118,10 +118,14 @@ class Desired:
         two frames on a small run. docs/architecture.md, "The desired tables' short plan".
 
         A local checkpoint keeps the rows in the block store (memory, then disk) like `persist`; on a
-        cluster it would be lost with an executor, so there the cached lineage stays."""
+        cluster it would be lost with an executor, so there the cached lineage stays (computed now, so
+        that the parsed documents need not be read again)."""
         from pyspark import StorageLevel
 
-        if self.valid is None or not self.valid.sparkSession.sparkContext.master.startswith("local"):
+        if self.valid is None:
+            return self
+        if not self.valid.sparkSession.sparkContext.master.startswith("local"):
+            self.valid.count()
             return self
         valid = self.valid.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
         issues = self.issues.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)

@@ -180,7 +180,7 @@ def create_session(
         "spark.sql.execution.pythonUDF.arrow.enabled": "false",
         # PySpark's default records the Python call site of every DataFrame method and column function
         # in the JVM (an active-session lookup, a stack walk and two calls more each) for error
-        # messages, which here would name kafkaops' own lines: 2.6 ms per `F.col` instead of 0.3, ~3 s
+        # messages, which here would name kafkaops' own lines: 2.6 ms per `F.col` instead of 0.3, ~4 s
         # of a small run's ~1,300 such calls (docs/benchmarks.md, "A small fleet's analysis")
         "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
