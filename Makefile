@@ -10,7 +10,7 @@ WORKERS ?= -n 2
 
 # the fleet's JVM reader (operator/kafkaops/fleet/jvm_rows.py), compiled against the jars PySpark ships
 # (fleet/jvm_build.py; docker/install.sh builds it the same way in the EXTRAS=fleet image)
-JAVA_SRC := operator/kafkaops/fleet/jvm/TopicRows.java
+JAVA_SRC := operator/kafkaops/fleet/jvm/ManifestRows.java
 JAR      := operator/kafkaops/fleet/jvm/kafkaops-fleet.jar
 
 # Spark's class archive (fleet/class_archive.py: the JVM maps Spark's classes from one file instead of

@@ -33,13 +33,13 @@ def test_no_javac_is_named_and_nothing_is_written(tmp_path: Path) -> None:
 def test_a_failing_compiler_is_shown_and_an_existing_jar_kept(tmp_path: Path) -> None:
     javac_double = tmp_path / "javac-double"
     javac_double.write_text("#!/bin/sh\n"
-                            "echo 'TopicRows.java:1: error: class, interface, enum, or record expected' >&2\n"
+                            "echo 'ManifestRows.java:1: error: class, interface, enum, or record expected' >&2\n"
                             "exit 1\n")
     javac_double.chmod(0o755)
     out = tmp_path / jvm_rows.JAR_NAME
     out.write_bytes(b"the jar before")
     with pytest.raises(jvm_build.BuildError) as raised:
         jvm_build.build(out, javac=str(javac_double))
-    assert str(raised.value) == ("javac failed on TopicRows.java (exit 1):\n"
-                                 "TopicRows.java:1: error: class, interface, enum, or record expected")
+    assert str(raised.value) == ("javac failed on ManifestRows.java (exit 1):\n"
+                                 "ManifestRows.java:1: error: class, interface, enum, or record expected")
     assert out.read_bytes() == b"the jar before"

@@ -1,4 +1,4 @@
-"""The desired stage's JVM reader (kafkaops/fleet/jvm_rows.py, jvm/TopicRows.java) against the
+"""The desired stage's JVM reader (kafkaops/fleet/jvm_rows.py, jvm/ManifestRows.java) against the
 Python parse it stands in for: whenever it vouches for a file, its rows are parse_files' rows,
 document by document; whatever it is unsure of, it leaves to Python; and the stage's output is the
 same with it and without it."""
@@ -30,7 +30,7 @@ EXAMPLES = ROOT / "examples"
 def reader(spark):
     """(file, text) -> the JVM reader's rows as dicts, or None (declined), called through py4j."""
     assert jvm_rows.register(spark), f"the JVM reader is not in this session: is {jvm_rows.jar_path()} built?"
-    instance = spark._jvm.kafkaops.fleet.TopicRows()  # noqa: SLF001
+    instance = spark._jvm.kafkaops.fleet.ManifestRows()  # noqa: SLF001
     rules = jvm_rows.rules_json()
 
     def read(file: str, text: str) -> list[dict[str, Any]] | None:
@@ -399,7 +399,7 @@ def test_whatever_acl_file_the_reader_vouches_for_has_pythons_rows_on_thousands_
 
 def test_every_acl_rule_python_has_is_one_the_reader_declines_on():
     """acl_rules' findings, by rule name: the reader mirrors each one (it declines the document). A
-    new rule fails here until TopicRows.java checks for it too (or the reader stops reading ACLs)."""
+    new rule fails here until ManifestRows.java checks for it too (or the reader stops reading ACLs)."""
     import re
 
     from kafkaops.resources import acl_rules
@@ -450,7 +450,7 @@ def test_the_desired_stage_is_the_same_with_and_without_the_jvm_reader(spark, tm
     # and the JVM did read: the rows of more.yaml are the reader's (the same, so ask it directly)
     text = (tree / "clusters" / "dev" / "more.yaml").read_text()
     more = "file:" + str(tree / "clusters" / "dev" / "more.yaml")
-    assert spark._jvm.kafkaops.fleet.TopicRows().call(more, text, jvm_rows.rules_json()) is not None  # noqa: SLF001
+    assert spark._jvm.kafkaops.fleet.ManifestRows().call(more, text, jvm_rows.rules_json()) is not None  # noqa: SLF001
 
 
 def test_the_reader_is_built_and_can_be_turned_off(spark):

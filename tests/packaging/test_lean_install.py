@@ -113,7 +113,7 @@ def test_wheel_holds_no_test_doubles(wheel: Path) -> None:
         assert not [n for n in names if n.startswith("kafkaops/testing")], "test doubles in the wheel"
         assert "kafkaops/resources/schemas/kafkatopic.json" in names  # package data still ships
         # the fleet's JVM reader: its source always, its jar when `make setup` has built it (it has, here)
-        assert {"kafkaops/fleet/jvm/TopicRows.java", "kafkaops/fleet/jvm/kafkaops-fleet.jar"} <= set(names)
+        assert {"kafkaops/fleet/jvm/ManifestRows.java", "kafkaops/fleet/jvm/kafkaops-fleet.jar"} <= set(names)
         naming = {n for n in names if n.endswith(".py") and b"kafkaops.testing" in archive.read(n)}
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert naming <= MAY_NAME_TEST_DOUBLES, naming - MAY_NAME_TEST_DOUBLES
@@ -145,7 +145,7 @@ def test_the_fleet_install_compiles_the_jvm_reader_and_records_sparks_classes(tm
     assert f"built {jar}" in run.stdout
     with zipfile.ZipFile(jar) as archive:
         infos = archive.infolist()
-        assert "kafkaops/fleet/TopicRows.class" in {i.filename for i in infos}
+        assert "kafkaops/fleet/ManifestRows.class" in {i.filename for i in infos}
         assert archive.read("META-INF/MANIFEST.MF").startswith(b"Manifest-Version: 1.0\r\n")
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}  # no build time: the same bytes every build
     assert not list(jar.parent.glob("*.partial"))

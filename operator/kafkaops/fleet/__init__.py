@@ -8,8 +8,8 @@ Stages (pipeline.py), each a small module working on Spark DataFrames:
 |---|---|
 | `session.py` | The SparkSession: `local[*]` by default, `--master` or spark-submit's otherwise. |
 | `desired.py` | Manifests read and parsed inside Spark (locally in two partitions per core, or one per 128 MB of manifests), per-document checks distributed, checks across documents (duplicates, clusterRefs) as aggregations. |
-| `jvm_rows.py`, `jvm/TopicRows.java` | The JVM reader: a file of plain KafkaTopics and KafkaAcls read in the Spark task (SnakeYAML) into the rows the Python parse makes; any other file is left to Python. |
-| `jvm_build.py` | Compiles `jvm/TopicRows.java` into the reader's jar against the installed PySpark (`make setup`, the fleet image's install step). |
+| `jvm_rows.py`, `jvm/ManifestRows.java` | The JVM reader: a file of plain KafkaTopics and KafkaAcls read in the Spark task (SnakeYAML) into the rows the Python parse makes; any other file is left to Python. |
+| `jvm_build.py` | Compiles `jvm/ManifestRows.java` into the reader's jar against the installed PySpark (`make setup`, the fleet image's install step). |
 | `observed.py` | Snapshots (format `kafkaops-snapshot` version 1): headers checked, Parquet tables read. |
 | `plan.py` | Per cluster, inside one task (a cluster with more than 20,000 declared topics to plan: several, split by topic): `DesiredState` + `ObservedState` -> `kafkaops.reconcile.plan.plan` (topics, ACLs, broker configs, users, client quotas; no password is ever read). |
 | `drift.py`, `orphans.py` | Declared values that differ; topics and ACL bindings declared nowhere. |

@@ -1,4 +1,4 @@
-"""Build the fleet's JVM reader: `jvm/TopicRows.java` compiled into `jvm/kafkaops-fleet.jar`.
+"""Build the fleet's JVM reader: `jvm/ManifestRows.java` compiled into `jvm/kafkaops-fleet.jar`.
 
     python -m kafkaops.fleet.jvm_build [--output PATH]
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from kafkaops.fleet.jvm_rows import jar_path
 
-SOURCE = Path(__file__).parent / "jvm" / "TopicRows.java"
+SOURCE = Path(__file__).parent / "jvm" / "ManifestRows.java"
 RELEASE = "17"  # Spark 4's own minimum
 _MANIFEST = "Manifest-Version: 1.0\r\nCreated-By: kafkaops.fleet.jvm_build\r\n\r\n"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # zip's earliest time: a reproducible jar

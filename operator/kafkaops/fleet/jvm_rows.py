@@ -2,7 +2,7 @@
 
 Parsing a document in a Python worker costs ~80-95 µs (libyaml a quarter of it, our checks, model
 and row the rest, then PySpark's framing): at 1,000,000 topics, 100-115 of the run's CPU seconds
-(docs/benchmarks.md, "The fleet's floor without its parsing"). `jvm/TopicRows.java` reads a file in
+(docs/benchmarks.md, "The fleet's floor without its parsing"). `jvm/ManifestRows.java` reads a file in
 the Spark task itself (SnakeYAML, which Spark ships) and answers the JSON rows `parse_files` would
 make of it, but only when it can vouch for every document of the file: KafkaTopic and KafkaAcl
 documents of unambiguous scalars with no finding at all. Any other file (another kind, an error, a warning,
@@ -57,10 +57,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
 JAR_NAME = "kafkaops-fleet.jar"
-CLASS_NAME = "kafkaops.fleet.TopicRows"
+CLASS_NAME = "kafkaops.fleet.ManifestRows"
 UDF_NAME = "kafkaops_topic_rows"
 CONF = "spark.kafkaops.fleet.jvmReader"  # `--conf spark.kafkaops.fleet.jvmReader=false`: every file parsed in Python
-# The config keys of the combination rules (rules._check_config_combinations): TopicRows.java mirrors
+# The config keys of the combination rules (rules._check_config_combinations): ManifestRows.java mirrors
 # the rules reading the first set (min.insync.replicas against the replicas, the compaction lags, and
 # tiered storage's cleanup policy and local retention). A rule it does not mirror names its keys in
 # the second set: a document setting one is left to Python (the key is not sent to the reader).
@@ -70,7 +70,7 @@ MIRRORED_COMBINATIONS = frozenset({"min.insync.replicas", "min.compaction.lag.ms
                                    "local.retention.ms", "local.retention.bytes"})
 UNMIRRORED_COMBINATIONS: frozenset[str] = frozenset()
 # The rules of acl_rules.py, each of which the reader declines a KafkaAcl on (a new rule fails
-# tests/fleet/test_fleet_jvm_reader.py until TopicRows.java checks for it too).
+# tests/fleet/test_fleet_jvm_reader.py until ManifestRows.java checks for it too).
 MIRRORED_ACL_RULES = frozenset({INVALID_PRINCIPAL, INVALID_ACL_HOST, OPERATION_NOT_VALID, INVALID_CLUSTER_RESOURCE_NAME,
                                 DUPLICATE_ACL_BINDING, REDUNDANT_ACL_OPERATION, WILDCARD_PREFIXED})
 _CHECKED_TYPES = {ConfigType.INT: "int", ConfigType.LONG: "long", ConfigType.DOUBLE: "double",
@@ -84,7 +84,7 @@ def jar_path() -> Path:
 
 @lru_cache(maxsize=1)
 def rules_json() -> str:
-    """What TopicRows.java checks, from the Python rules: the names' patterns and limits, the
+    """What ManifestRows.java checks, from the Python rules: the names' patterns and limits, the
     row's line paths, the topic configs whose value checks it can repeat exactly (ConfigSpec.check
     without a validator function, a deprecation, or a type it does not know: those are left to Python),
     and a KafkaAcl entry's vocabulary (acl.py: each resource type's valid operations, the defaults)."""

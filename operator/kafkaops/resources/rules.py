@@ -354,7 +354,7 @@ def _valid_number(values: Mapping[str, str], key: str) -> int | None:
         return None
 
 
-# The fleet's JVM reader (fleet/jvm/TopicRows.java) repeats these rules; a new rule here names its
+# The fleet's JVM reader (fleet/jvm/ManifestRows.java) repeats these rules; a new rule here names its
 # keys in fleet/jvm_rows.py (a test reads this function for the keys it uses).
 def _check_config_combinations(values: Mapping[str, str], replicas: int | None) -> list[Finding]:
     findings: list[Finding] = []

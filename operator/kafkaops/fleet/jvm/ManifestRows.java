@@ -44,7 +44,7 @@ import org.yaml.snakeyaml.reader.StreamReader;
  * checked, the ACL vocabulary) come from Python (kafkaops.fleet.jvm_rows.rules_json), so they have
  * one source; tests/fleet compare the rows of both readers document by document.
  */
-public final class TopicRows implements UDF3<String, String, String, String> {
+public final class ManifestRows implements UDF3<String, String, String, String> {
   private static final long serialVersionUID = 1L;
   private static final JsonFactory JSON = new JsonFactory();
   private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -914,7 +914,7 @@ public final class TopicRows implements UDF3<String, String, String, String> {
     return null;
   }
 
-  /** For a quick look from a shell: java -cp ... kafkaops.fleet.TopicRows rules.json file.yaml */
+  /** For a quick look from a shell: java -cp ... kafkaops.fleet.ManifestRows rules.json file.yaml */
   public static void main(String[] args) throws Exception {
     Rules rules = new Rules(new String(java.nio.file.Files.readAllBytes(java.nio.file.Path.of(args[0])), "UTF-8"));
     for (int i = 1; i < args.length; i++) {
