@@ -3,6 +3,7 @@ read by the real readers, checked row by row."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import shutil
 import types
@@ -392,6 +393,23 @@ def test_only_the_clusters_with_more_to_plan_are_split(spark, tmp_path):
     assert sorted(r["cluster"] for r in several if r["record"] == "note" and "1 undeclared" in r["note"]) == ["c1", "c2"]
 
 
+def test_the_settled_sets_hidden_names_are_is_sensitives(spark):
+    """The settled set tells a config name the planner would hide by a hash set of the catalog's
+    names and the pattern for the others: the same answer as `is_sensitive` for every catalog name
+    and for names of each case the pattern covers."""
+    from pyspark.sql import functions as F
+
+    from kafkaops.reconcile.configs import is_sensitive
+    from kafkaops.resources.topic_configs import TOPIC_CONFIGS
+
+    names = [*TOPIC_CONFIGS, "x.password", "Sasl.JAAS.config", "my.SECRET", "tls.key", "keystore.key.type",
+             "api.token", "a.private.thing", "credentials", "retention.MS", "not.hidden", "été.key"]
+    frame = spark.createDataFrame([(n,) for n in names], "key string")
+    got = {r["key"]: r["hidden"] for r in frame.select("key", plan.hidden_name(F.col("key")).alias("hidden")).collect()}
+    assert got == {n: is_sensitive(n) for n in names}
+    assert any(got.values()) and not all(got.values())
+
+
 @pytest.fixture(scope="module")
 def shapes(spark, tmp_path_factory):
     """One declared topic per rule of settled_topics, each differing from a settled one in one way."""
@@ -426,6 +444,9 @@ def test_settled_topics_are_exactly_those_the_planner_leaves_alone(shapes):
     assert sorted(r["topic"] for r in plan.settled_topics(topics, o, {"c1": 3}).collect()) == ["ok", "ok.bare", "rf3"]
     # a replication factor over the broker count is never settled, even when the snapshot agrees
     assert sorted(r["topic"] for r in plan.settled_topics(topics, o, {"c1": 2}).collect()) == ["ok", "ok.bare"]
+    # a topic exists when the snapshot's topics table has it: its partition rows alone are not enough
+    gone = dataclasses.replace(o, topics=o.topics.filter(o.topics["topic"] != "ok"))
+    assert sorted(r["topic"] for r in plan.settled_topics(topics, gone, {"c1": 3}).collect()) == ["ok.bare", "rf3"]
     # the others reach the planner, which has something to say about each (but "hidden": a value the
     # cluster hides cannot be compared)
     headers = {name: h.as_dict() for name, h in o.headers.items()}
