@@ -422,7 +422,7 @@ def settled_topics(topics: DataFrame, observed: Observed, brokers: Mapping[str, 
     counts = F.create_map(*[x for name, n in sorted(brokers.items()) for x in (F.lit(name), F.lit(n))]) \
         if brokers else F.create_map().cast("map<string,int>")
     limit = F.coalesce(F.element_at(counts, col("cluster")), F.lit(0))
-    parts, rf = F.coalesce(col("_parts"), F.lit(0)), F.coalesce(col("_rf"), F.lit(0))
+    parts, rf = col("_parts"), F.coalesce(col("_rf"), F.lit(0))  # counted, never null; no partition rows: no _rf
     wanted_rf, wanted_parts = col("replication_factor"), col("partitions")
     # Each topic's config rows as one list, `ok` where the row can settle its key (the topic's own
     # override, not hidden, a name is_sensitive does not hide): every join here is on (cluster,
