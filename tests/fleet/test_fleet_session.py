@@ -8,7 +8,7 @@ from pathlib import Path
 from kafkaops.fleet.session import LARGE_RUN_JAVA, SMALL_RUN_JAVA
 
 
-def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> None:
+def test_a_large_local_run_raises_the_optimizing_compilers_thresholds_and_inlines_less(spark) -> None:
     # the tests' session is made like a large local run (no small-input settings); the JVM reports
     # the values it runs with, not only the arguments it was given
     jvm = spark.sparkContext._jvm  # noqa: SLF001 - the JVM of this session
@@ -18,6 +18,8 @@ def test_a_large_local_run_raises_the_optimizing_compilers_thresholds(spark) -> 
     running = {name: diagnostics.getVMOption(name).getValue() for name in wanted}
     assert running == wanted
     assert running["Tier4InvocationThreshold"] == "100000"  # twenty times HotSpot's 5,000
+    # C2 inlines less than HotSpot's 325 / 2,500 (its compilations of Spark's generated code)
+    assert (running["FreqInlineSize"], running["InlineSmallCode"]) == ("100", "1000")
     assert diagnostics.getVMOption("UseParallelGC").getValue() == "true"
     assert diagnostics.getVMOption("UseG1GC").getValue() == "false"
 

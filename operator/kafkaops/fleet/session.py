@@ -71,8 +71,15 @@ SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m", "
 # read the manifests: C2 was 87 of the compilers' 105 CPU s): compilers 86-94 CPU s against
 # 107-117, the tasks' CPU unchanged, the run 241-251 s against 247-270 (four alternating pairs);
 # thirty times had left per-row loops in C1 (tasks +28 s).
+# C2 also inlines less (2026-12-06, a fast night): a callee of at most 100 bytes of bytecode instead
+# of 325, and none whose compiled code already exceeds 1,000 bytes instead of 2,500. Spark generates
+# new classes for every query, so C2 compiles large new methods all run long, each smaller with less
+# inlined: the compilers 23 CPU s against 36-39, the tasks' CPU unchanged (123-126 s), the run 103.3-103.8 s
+# against 107.6-112.0 (three alternating triples; 300,000 topics 55.9 / 56.4 s against 58.9 / 58.5);
+# less still (50 and 500) left the tasks 13 CPU s slower.
 LARGE_RUN_JAVA = ["-XX:Tier4InvocationThreshold=100000", "-XX:Tier4MinInvocationThreshold=12000",
-                  "-XX:Tier4CompileThreshold=300000", "-XX:Tier4BackEdgeThreshold=800000", "-XX:+UseParallelGC"]
+                  "-XX:Tier4CompileThreshold=300000", "-XX:Tier4BackEdgeThreshold=800000",
+                  "-XX:FreqInlineSize=100", "-XX:InlineSmallCode=1000", "-XX:+UseParallelGC"]
 
 
 def _local_cores(master: str) -> int:
