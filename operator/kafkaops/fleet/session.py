@@ -71,7 +71,7 @@ SMALL_RUN_JAVA = ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m", "
 # read the manifests: C2 was 87 of the compilers' 105 CPU s): compilers 86-94 CPU s against
 # 107-117, the tasks' CPU unchanged, the run 241-251 s against 247-270 (four alternating pairs);
 # thirty times had left per-row loops in C1 (tasks +28 s).
-# C2 also inlines less (2026-12-06, a fast night): a callee of at most 100 bytes of bytecode instead
+# C2 also inlines less (2026-12-06, a fast night): a hot callee of at most 100 bytes of bytecode instead
 # of 325, and none whose compiled code already exceeds 1,000 bytes instead of 2,500. Spark generates
 # new classes for every query, so C2 compiles large new methods all run long, each smaller with less
 # inlined: the compilers 23 CPU s against 36-39, the tasks' CPU unchanged (123-126 s), the run 103.3-103.8 s
