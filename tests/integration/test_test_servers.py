@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -31,6 +33,18 @@ def test_which_process_listens_on_a_port(taken: int) -> None:
 def test_a_server_asked_for_a_taken_port_fails_and_says_so(taken: int) -> None:
     with pytest.raises(RuntimeError, match=rf"noida-db did not start: 127.0.0.1:{taken} is another process's"):
         servers.start_noida(port=taken)
+
+
+def test_a_server_that_exits_before_the_port_was_probed_is_told_apart_from_one_that_failed(taken: int) -> None:
+    # noida-db on a taken port exits within milliseconds, before the first probe when the machine
+    # is fast: the port's answer after the exit still says it is another process's (CI, 2026-12-06)
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    exited.wait(timeout=30)
+    with pytest.raises(servers.PortTaken, match="another process's"):
+        servers.wait_for_port("127.0.0.1", taken, timeout=5, process=exited)
+    with pytest.raises(RuntimeError, match="exited with code 1 before listening") as failed:
+        servers.wait_for_port("127.0.0.1", servers.free_port(), timeout=5, process=exited)
+    assert not isinstance(failed.value, servers.PortTaken)
 
 
 def test_a_chosen_port_taken_before_the_server_binds_it_is_chosen_again(taken: int, monkeypatch: pytest.MonkeyPatch) -> None:

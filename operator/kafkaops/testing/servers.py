@@ -60,15 +60,24 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
     another = False
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            if another:
+            # a server that fails to bind may exit before the port was ever probed: whatever
+            # answers once it is gone is another process's
+            if another or _answers(host, port):
                 raise PortTaken(f"{host}:{port} is another process's: the server exited with code {process.returncode}")
             raise RuntimeError(f"server exited with code {process.returncode} before listening on {host}:{port}")
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        if _answers(host, port):
             if process is None or pid_listens_on(process.pid, port) is not False:
                 return
             another = True  # ours is still starting, or fails to bind and exits
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def _answers(host: str, port: int) -> bool:
+    """Whether something accepts a connection on `host:port`."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
 
 
 def _package_binary(package: str, *relative: str) -> Path | None:
