@@ -42,8 +42,10 @@ def test_a_server_that_exits_before_the_port_was_probed_is_told_apart_from_one_t
     exited.wait(timeout=30)
     with pytest.raises(servers.PortTaken, match="another process's"):
         servers.wait_for_port("127.0.0.1", taken, timeout=5, process=exited)
-    with pytest.raises(RuntimeError, match="exited with code 1 before listening") as failed:
-        servers.wait_for_port("127.0.0.1", servers.free_port(), timeout=5, process=exited)
+    with socket.socket() as closed:  # bound, never listening: refuses connections, and no one else can take it
+        closed.bind(("127.0.0.1", 0))
+        with pytest.raises(RuntimeError, match="exited with code 1 before listening") as failed:
+            servers.wait_for_port("127.0.0.1", closed.getsockname()[1], timeout=5, process=exited)
     assert not isinstance(failed.value, servers.PortTaken)
 
 
