@@ -326,6 +326,23 @@ def test_json_output_has_the_documented_keys(noida: ServerProcess, unique: str, 
     assert cluster["resources"][0]["state"] == "applied" and isinstance(cluster["seconds"], float)
 
 
+def test_a_long_plan_is_printed_whole_across_writes(noida: ServerProcess, unique: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # the text goes out a chunk of lines per write (plan_apply.emit): with chunks of 7 lines the
+    # plan of 12 topics crosses many chunk boundaries, and must print the same as in one write
+    path = write(tmp_path / "long.yaml", *(topic(f"{unique}.long{i:02}", 2, {"retention.ms": 60000 + i})
+                                           for i in range(12)))
+    whole = plan(path, noida.bootstrap)
+    monkeypatch.setattr(plan_apply, "EMIT_CHUNK", 7)
+    chunked = plan(path, noida.bootstrap)
+    assert chunked.exit_code == whole.exit_code == 2, chunked.output
+    assert len(whole.stdout.splitlines()) > 7 * 6  # 50 lines: seven writes
+    assert chunked.stdout == whole.stdout
+    heads = [line for line in chunked.stdout.splitlines() if "+ KafkaTopic" in line]
+    assert heads == [f"  + KafkaTopic {unique}.long{i:02}  (create; {path}[{i}])" for i in range(12)]
+    assert "12 to create, 0 to update, 0 to delete, 0 problems" in chunked.stdout
+
+
 def test_progress_lines_when_not_on_a_terminal(noida: ServerProcess, unique: str, tmp_path: Path) -> None:
     path = write(tmp_path / "many.yaml", *(topic(f"{unique}.p{i:02}") for i in range(PROGRESS_THRESHOLD + 5)))
     result = apply(path, noida.bootstrap, "--yes")

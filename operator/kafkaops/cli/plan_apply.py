@@ -148,9 +148,13 @@ def routing_notes(validated: ValidatedSet, bootstrap: str | None) -> tuple[str, 
     return ()
 
 
+EMIT_CHUNK = 2_000  # lines per write: click.echo flushes each call, and a plan of 5,000 topics is 30,000 lines
+
+
 def emit(lines: list[str], err: bool = False) -> None:
-    for line in lines:
-        click.echo(line, err=err)
+    """Print `lines`, a chunk of them per write (one click.echo per line cost ~0.1 s at 30,000 lines)."""
+    for start in range(0, len(lines), EMIT_CHUNK):
+        click.echo("\n".join(lines[start:start + EMIT_CHUNK]), err=err)
 
 
 def show_plan(result: RunResult, err: bool = False) -> None:

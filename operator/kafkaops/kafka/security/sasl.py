@@ -8,7 +8,6 @@ import inspect
 import logging
 from typing import Any
 
-import scramp
 from kio.schema.errors import ErrorCode
 
 from ..errors import AuthenticationFailed
@@ -104,6 +103,8 @@ async def _authenticate_plain(exchange: _Exchange, settings: SecuritySettings) -
 
 async def _authenticate_scram(exchange: _Exchange, settings: SecuritySettings, mechanism: str) -> None:
     assert settings.sasl_username is not None and settings.sasl_password is not None
+    import scramp  # here, not at the top: it costs every command ~30 ms to import (asn1crypto, importlib.metadata)
+
     try:
         client = scramp.ScramClient([mechanism], settings.sasl_username, settings.sasl_password.reveal())
         server_first = await exchange.round(client.get_client_first().encode())
