@@ -12,12 +12,20 @@ time (steadier than wall time on a shared machine; the server's is not in it),
 peak RSS, and the ratio to the floor (requests and wall time). The second apply must send no
 mutating request. Cross-checked with what noida-db says it served.
 
+With --cli, the same manifests are then applied as a user types it, `kafkaops apply -f DIR
+--bootstrap-server ... -y` in a process of its own (the console script's code, which also prints its
+peak RSS at exit: start-up, loading, the plan and outcomes printed, 30,000 lines at 5,000 topics),
+twice, and `kafkaops --version` times the start-up alone. Printed with them:
+whether the modules' bytecode is cached. A checkout only ever run with PYTHONDONTWRITEBYTECODE set (some
+machines set it) has none, and compiles every module at every start (~0.1 s more); an installed
+wheel carries its bytecode.
+
 With --phases, apply #1 and the protocol floor are also timed step by step (read, the pure
 plan, send, wait, and apply's recording of outcomes and ownership), each with the share of the
 cyclic garbage collector's pauses (`Phases`): the two rows side by side show what the engine adds
 to each step the protocol needs anyway.
 
-    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50] [--phases]
+    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50] [--phases] [--cli]
 
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
@@ -29,14 +37,18 @@ import asyncio
 import gc
 import math
 import platform
+import re
 import resource
+import subprocess
 import sys
 import tempfile
 import time
+from importlib.util import cache_from_source
 from pathlib import Path
 
 import yaml
 
+import kafkaops.cli.main as cli_main
 from kafkaops.cli import collector
 from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.kafka.sizing import topic_records
@@ -144,7 +156,63 @@ def rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-async def run(count: int, partitions: int, files: int, phases: bool = False) -> list[dict]:
+# The console script's own two lines (`kafkaops = "kafkaops.cli.main:main"`), run by the venv's python with
+# one addition: at exit the process prints its peak RSS (VmHWM). A child's ru_maxrss would not do: Linux
+# counts into it the memory of the process it was forked from (this bench) up to its exec.
+CLI = """import atexit, sys
+def peak():
+    with open("/proc/self/status") as status:
+        sys.stderr.write(next(line for line in status if line.startswith("VmHWM:")))
+atexit.register(peak)
+from kafkaops.cli.main import main
+sys.argv[0] = "kafkaops"
+sys.exit(main())
+"""
+
+
+def run_command(args: list[str]) -> tuple[float, float, str]:
+    """(wall s, peak RSS in MiB, stdout) of `kafkaops ARGS`, run to its end."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", CLI, *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                              check=False)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    if done.returncode != 0:
+        raise SystemExit(f"kafkaops {' '.join(args)} exited {done.returncode}:\n{text[-2000:]}{errors[-2000:]}")
+    peak = re.search(r"^VmHWM:\s+(\d+) kB", errors, re.MULTILINE)
+    return wall, int(peak.group(1)) / 1024 if peak else float("nan"), text
+
+
+def footer_requests(text: str) -> dict[str, int]:
+    """The requests the CLI's footer reports ("...; requests: CreateTopics 4, Metadata 3")."""
+    found = re.findall(r"requests: (.*)$", text, re.MULTILINE)
+    return {api: int(n) for api, n in re.findall(r"(\w+) (\d+)", found[-1])} if found else {}
+
+
+def cli_rows(root: Path, bootstrap: str, state: Path) -> list[dict]:
+    """`kafkaops apply` of `root` as a user types it, twice (create, then nothing to do), and the start-up alone."""
+    rows = []
+    for label in ("CLI apply #1", "CLI apply #2"):
+        wall, rss, text = run_command(["apply", "-f", str(root), "--bootstrap-server", bootstrap,
+                                       "-y", "--state", str(state)])
+        counts = re.search(r"(\d+) applied, (\d+) failed, (\d+) unchanged", text)
+        said = counts.group(0) if counts else text.strip().splitlines()[-1]  # or "Nothing to do: ..."
+        rows.append({"phase": f"{label}: kafkaops apply", "wall_s": round(wall, 3), "requests": footer_requests(text),
+                     "rss": round(rss, 1), "note": f"{said}; {len(text.splitlines())} lines printed"})
+    walls = []
+    for _ in range(5):
+        wall, rss, _text = run_command(["--version"])
+        walls.append(wall)
+    bytecode = "cached" if Path(cache_from_source(cli_main.__file__)).exists() else "not cached (compiled at every start)"
+    rows.append({"phase": "CLI start-up: kafkaops --version", "wall_s": round(min(walls), 3), "requests": {},
+                 "rss": round(rss, 1), "note": f"best of 5 ({', '.join(f'{w:.3f}' for w in walls)}); bytecode {bytecode}"})
+    return rows
+
+
+async def run(count: int, partitions: int, files: int, phases: bool = False, cli: bool = False) -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp, start_noida() as server:
         root = Path(tmp)
@@ -228,11 +296,16 @@ async def run(count: int, partitions: int, files: int, phases: bool = False) -> 
                              "note": ", ".join(f"{n} {s}" for s, n in sorted(states.items())),
                              **({"steps": timer.summary(start, end)} if timer is not None else {})})
                 assert all(o.state in (State.APPLIED, State.UNCHANGED) for o in report.outcomes)
+            if cli:  # the same manifests again, by the real command: their topics go first
+                await admin.delete_topics([t.topic_name for t in desired.topics])
+        if cli:
+            rows.extend(cli_rows(root, server.bootstrap, root / "cli-state.json"))
         activity = noida_activity(server)
     records = sum(topic_records(t) for t in floor)
     floor_creates = rows[1]["requests"]["CreateTopics"]  # the client's own split of one maximal call
     rows.append({"phase": "server side (noida-db activity)", "wall_s": "", "requests": {}, "rss": "",
-                 "note": f"CreateTopics served: {activity.count('CreateTopics')} (floor + apply #1); "
+                 "note": f"CreateTopics served: {activity.count('CreateTopics')} "
+                         f"(floor + apply #1{' + CLI apply #1' if cli else ''}); "
                          f"{records} metadata records in the floor's topics, {math.ceil(records / 10_000)} requests "
                          f"at 10,000 records each"})
     for row in rows:
@@ -242,7 +315,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False) -> 
     floor_wall = rows[1]["wall_s"]
     protocol_wall = rows[2]["wall_s"]
     for row in rows:
-        if str(row["phase"]).startswith("apply #1"):
+        if str(row["phase"]).startswith(("apply #1", "CLI apply #1")):
             row["wall_ratio_to_floor"] = round(row["wall_s"] / floor_wall, 2)
             row["wall_ratio_to_protocol_floor"] = round(row["wall_s"] / protocol_wall, 2)
     return rows
@@ -255,8 +328,10 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=50)
     parser.add_argument("--phases", action="store_true",
                         help="also time apply #1 and the protocol floor step by step, with the collector's share")
+    parser.add_argument("--cli", action="store_true",
+                        help="also apply the manifests with the real `kafkaops apply` command, twice, and time its start-up")
     args = parser.parse_args()
-    rows = asyncio.run(run(args.topics, args.partitions, args.files, args.phases))
+    rows = asyncio.run(run(args.topics, args.partitions, args.files, args.phases, args.cli))
     print(f"{args.topics} topics x {args.partitions} partitions in {args.files} files; python {sys.version.split()[0]}; "
           f"{platform.machine()}")
     for row in rows:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bench_helpers import load_bench
 
+from kafkaops.cli.render import requests_text
 from kafkaops.reconcile import engine as engine_module
 from kafkaops.reconcile.ownership import Ownership
 
@@ -74,6 +75,15 @@ def test_apply_bench_phases_wrap_the_engine_and_put_it_back() -> None:
         phases.remove()
     assert all(getattr(engine_module, name) is original for name, original in originals.items())
     assert phases.on_collection not in gc.callbacks
+
+
+def test_apply_bench_reads_the_requests_from_the_cli_footer() -> None:
+    footer_requests = load_bench("apply_bench").footer_requests
+    printed = ("  created   KafkaTopic a.b  (x.yaml[0])\n"
+               f"Apply to 127.0.0.1:1: 1 applied, 0 failed, 0 unchanged in 0.4s; requests: "
+               f"{requests_text({'CreateTopics': 4, 'Metadata': 3, 'DescribeConfigs': 1})}\n")
+    assert footer_requests(printed) == {"CreateTopics": 4, "Metadata": 3, "DescribeConfigs": 1}
+    assert footer_requests("Nothing to do: every resource is as declared.\n") == {}
 
 
 def test_suite_times_sums_a_junit_report_by_file(tmp_path: Path) -> None:
