@@ -226,6 +226,9 @@ class PartitionInfo:
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo:
+    """A topic as a Metadata answer describes it; `partitions` in partition order (decode_metadata
+    sorts them when a broker lists them otherwise)."""
+
     name: str
     topic_id: uuid.UUID | None
     partitions: tuple[PartitionInfo, ...]

@@ -113,7 +113,7 @@ async def read_cluster(batcher: Batcher, scope: ObserveScope) -> ClusterRead:
     topics = {
         name: ObservedTopic(
             name,
-            tuple(p.replicas for p in sorted(info.partitions, key=lambda p: p.partition)),
+            tuple([p.replicas for p in info.partitions]),  # in partition order (TopicInfo)
             str(info.topic_id) if info.topic_id else None,
             info.internal,
             info.all_led,
