@@ -155,6 +155,8 @@ def plan_topic(topic: KafkaTopic, observed: ObservedState, ownership: Ownership)
         changes.extend(config_changes)
         if headline is Action.NONE:
             headline = Action.UPDATE
+    if not steps and not changes:  # as declared: the base entry is the plan (a resync's usual case, 10,000 times)
+        return base
     return _with(base, action=headline, changes=tuple(changes), steps=tuple(steps))
 
 
