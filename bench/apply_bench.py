@@ -20,12 +20,19 @@ whether the modules' bytecode is cached. A checkout only ever run with PYTHONDON
 machines set it) has none, and compiles every module at every start (~0.1 s more); an installed
 wheel carries its bytecode.
 
+With --librdkafka, the two floors are also taken with an independent client in C, librdkafka
+(confluent-kafka's AdminClient, a test dependency), three times each: one `create_topics` of the
+same topics, and read (all topics: it asks Metadata for a list of names only one name at a
+time), create, wait. It tells how much of the protocol floor is this client's and how much the
+protocol's own: the wait's Metadata answer (every partition of every new topic) against the
+CreateTopics request.
+
 With --phases, apply #1 and the protocol floor are also timed step by step (read, the pure
 plan, send, wait, and apply's recording of outcomes and ownership), each with the share of the
 cyclic garbage collector's pauses (`Phases`): the two rows side by side show what the engine adds
 to each step the protocol needs anyway.
 
-    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50] [--phases] [--cli]
+    .venv/bin/python bench/apply_bench.py [--topics 5000] [--partitions 3] [--files 50] [--phases] [--cli] [--librdkafka]
 
 Not a test: numbers vary with the machine; docs/benchmarks.md records them.
 """
@@ -212,7 +219,63 @@ def cli_rows(root: Path, bootstrap: str, state: Path) -> list[dict]:
     return rows
 
 
-async def run(count: int, partitions: int, files: int, phases: bool = False, cli: bool = False) -> list[dict]:
+def librdkafka_rows(bootstrap: str, count: int, partitions: int, runs: int = 3) -> list[dict]:
+    """The floors taken with librdkafka (blocking): one create_topics, and read + create + wait."""
+    from confluent_kafka.admin import AdminClient as RdKafkaAdmin
+    from confluent_kafka.admin import NewTopic as RdKafkaTopic
+
+    admin = RdKafkaAdmin({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin.list_topics(timeout=30)  # connected before anything is timed, as the AdminClient above
+
+    def topics(prefix: str) -> list[RdKafkaTopic]:
+        return [RdKafkaTopic(f"{prefix}.{i}", partitions, 1, config={"retention.ms": str(86_400_000 + i),
+                                                                   "cleanup.policy": "delete"}) for i in range(count)]
+
+    def create(new: list[RdKafkaTopic]) -> None:
+        for future in admin.create_topics(new, operation_timeout=60).values():
+            future.result()
+
+    def delete(new: list[RdKafkaTopic]) -> None:
+        for future in admin.delete_topics([t.topic for t in new], operation_timeout=60).values():
+            future.result()
+        time.sleep(0.3)
+
+    creates, floors, polls = [], [], []
+    for run in range(runs):
+        new = topics(f"rdkafka.create{run}")
+        start = time.perf_counter()
+        create(new)
+        creates.append(time.perf_counter() - start)
+        delete(new)
+        new = topics(f"rdkafka.floor{run}")
+        names = [t.topic for t in new]
+        start = time.perf_counter()
+        existing = admin.list_topics(timeout=30).topics
+        create([t for t in new if t.topic not in existing])
+        polls.append(0)
+        while True:
+            polls[-1] += 1
+            seen = admin.list_topics(timeout=30).topics
+            if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions.values())
+                   for name in names):
+                break
+        floors.append(time.perf_counter() - start)
+        delete(new)
+
+    def median(values: list[float]) -> float:
+        return round(sorted(values)[len(values) // 2], 3)
+
+    return [
+        {"phase": "librdkafka: one create_topics", "wall_s": median(creates), "requests": {}, "rss": "",
+         "note": f"median of {runs} ({', '.join(f'{w:.3f}' for w in creates)})"},
+        {"phase": "librdkafka: read, create, wait", "wall_s": median(floors), "requests": {}, "rss": "",
+         "note": f"median of {runs} ({', '.join(f'{w:.3f}' for w in floors)}); {max(polls)} completion poll(s) at most; "
+                 f"{median(floors) / median(creates):.2f}x its own create_topics"},
+    ]
+
+
+async def run(count: int, partitions: int, files: int, phases: bool = False, cli: bool = False,
+              librdkafka: bool = False) -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp, start_noida() as server:
         root = Path(tmp)
@@ -296,16 +359,18 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
                              "note": ", ".join(f"{n} {s}" for s, n in sorted(states.items())),
                              **({"steps": timer.summary(start, end)} if timer is not None else {})})
                 assert all(o.state in (State.APPLIED, State.UNCHANGED) for o in report.outcomes)
-            if cli:  # the same manifests again, by the real command: their topics go first
+            if cli or librdkafka:  # on a cluster without them, as the floors above had it
                 await admin.delete_topics([t.topic_name for t in desired.topics])
-        if cli:
+        if librdkafka:  # before the command's apply leaves its 5,000 topics: librdkafka reads every topic
+            rows.extend(librdkafka_rows(server.bootstrap, count, partitions))
+        if cli:  # the same manifests again, by the real command
             rows.extend(cli_rows(root, server.bootstrap, root / "cli-state.json"))
         activity = noida_activity(server)
     records = sum(topic_records(t) for t in floor)
     floor_creates = rows[1]["requests"]["CreateTopics"]  # the client's own split of one maximal call
     rows.append({"phase": "server side (noida-db activity)", "wall_s": "", "requests": {}, "rss": "",
                  "note": f"CreateTopics served: {activity.count('CreateTopics')} "
-                         f"(floor + apply #1{' + CLI apply #1' if cli else ''}); "
+                         f"(floor + apply #1{' + CLI apply #1' if cli else ''}{' + librdkafka' if librdkafka else ''}); "
                          f"{records} metadata records in the floor's topics, {math.ceil(records / 10_000)} requests "
                          f"at 10,000 records each"})
     for row in rows:
@@ -330,8 +395,10 @@ def main() -> None:
                         help="also time apply #1 and the protocol floor step by step, with the collector's share")
     parser.add_argument("--cli", action="store_true",
                         help="also apply the manifests with the real `kafkaops apply` command, twice, and time its start-up")
+    parser.add_argument("--librdkafka", action="store_true",
+                        help="also take the two floors with librdkafka (confluent-kafka), an independent client in C")
     args = parser.parse_args()
-    rows = asyncio.run(run(args.topics, args.partitions, args.files, args.phases, args.cli))
+    rows = asyncio.run(run(args.topics, args.partitions, args.files, args.phases, args.cli, args.librdkafka))
     print(f"{args.topics} topics x {args.partitions} partitions in {args.files} files; python {sys.version.split()[0]}; "
           f"{platform.machine()}")
     for row in rows:
