@@ -336,7 +336,7 @@ def test_a_long_plan_is_printed_whole_across_writes(noida: ServerProcess, unique
     monkeypatch.setattr(plan_apply, "EMIT_CHUNK", 7)
     chunked = plan(path, noida.bootstrap)
     assert chunked.exit_code == whole.exit_code == 2, chunked.output
-    assert len(whole.stdout.splitlines()) > 7 * 6  # 50 lines: seven writes
+    assert len(whole.stdout.splitlines()) > 7 * 6  # 50 lines: eight writes
     assert chunked.stdout == whole.stdout
     heads = [line for line in chunked.stdout.splitlines() if "+ KafkaTopic" in line]
     assert heads == [f"  + KafkaTopic {unique}.long{i:02}  (create; {path}[{i}])" for i in range(12)]
