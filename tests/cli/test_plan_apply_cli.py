@@ -26,7 +26,7 @@ from kafkaops.kafka import AdminClient, ConfigResource, ConfigSource
 from kafkaops.testing.fake_cluster import FakeClusterDouble
 from kafkaops.testing.servers import ServerProcess, free_port, start_noida
 
-from clirun import served_double
+from clirun import run_kafkaops, served_double
 
 API = "kafkaops.io/v1alpha1"
 MUTATING = {"CreateTopics", "IncrementalAlterConfigs", "CreatePartitions", "DeleteTopics", "CreateAcls", "DeleteAcls"}
@@ -341,6 +341,22 @@ def test_a_long_plan_is_printed_whole_across_writes(noida: ServerProcess, unique
     heads = [line for line in chunked.stdout.splitlines() if "+ KafkaTopic" in line]
     assert heads == [f"  + KafkaTopic {unique}.long{i:02}  (create; {path}[{i}])" for i in range(12)]
     assert "12 to create, 0 to update, 0 to delete, 0 problems" in chunked.stdout
+
+
+def test_the_command_prints_a_plan_longer_than_one_write_as_one_write_would(
+        noida: ServerProcess, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real `kafkaops plan` writing to a pipe: 600 new topics are ~2,400 lines, two writes of
+    # plan_apply.EMIT_CHUNK (2,000) lines; what arrives is what click's runner collects in-process
+    # when the whole text goes out in one write
+    path = write(tmp_path / "many.yaml", *(topic(f"{unique}.w{i:03}", 2, {"retention.ms": 60000 + i})
+                                           for i in range(600)))
+    ran = run_kafkaops("plan", "-f", str(path), "--bootstrap-server", noida.bootstrap, tmp=tmp_path)
+    assert ran.code == 2, ran
+    assert len(ran.lines) > plan_apply.EMIT_CHUNK
+    monkeypatch.setattr(plan_apply, "EMIT_CHUNK", 10**9)
+    assert ran.stdout == plan(path, noida.bootstrap).stdout
+    heads = [line for line in ran.lines if "+ KafkaTopic" in line]
+    assert heads == [f"  + KafkaTopic {unique}.w{i:03}  (create; {path}[{i}])" for i in range(600)]
 
 
 def test_progress_lines_when_not_on_a_terminal(noida: ServerProcess, unique: str, tmp_path: Path) -> None:
