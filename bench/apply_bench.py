@@ -370,7 +370,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
     floor_creates = rows[1]["requests"]["CreateTopics"]  # the client's own split of one maximal call
     rows.append({"phase": "server side (noida-db activity)", "wall_s": "", "requests": {}, "rss": "",
                  "note": f"CreateTopics served: {activity.count('CreateTopics')} "
-                         f"(floor + apply #1{' + CLI apply #1' if cli else ''}{' + librdkafka' if librdkafka else ''}); "
+                         f"(floor + apply #1{' + librdkafka' if librdkafka else ''}{' + CLI apply #1' if cli else ''}); "
                          f"{records} metadata records in the floor's topics, {math.ceil(records / 10_000)} requests "
                          f"at 10,000 records each"})
     for row in rows:
