@@ -4,7 +4,7 @@ Runs the CLI's path in-process (load + validate the files, plan, apply, wait) so
 each phase can be timed, and compares with two floors: the same topics created
 by one hand-built `create_topics` call (split only by the 10,000-record budget),
 and the protocol's floor, the three steps any reconciler must take, hand-built
-with no engine: one Metadata for the names, that `create_topics`, then Metadata
+with no engine: one Metadata for every topic, that `create_topics`, then Metadata
 until every partition has a leader.
 
 Reports, per phase: admin requests sent by API, wall time, this process's CPU
@@ -305,7 +305,9 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
 
             # the protocol's floor: what any reconciler must send, hand-built with no engine: which
             # topics exist (Metadata), create the missing ones, then Metadata until every partition
-            # has a leader (CreateTopics answers before that: docs/architecture.md, "wait is batched polling")
+            # has a leader (CreateTopics answers before that: docs/architecture.md, "wait is batched polling").
+            # Both Metadata ask for every topic, as apply's do here: its read lists every topic (to name
+            # those not declared), and its wait asks for every topic when the names are most of the cluster
             minimal = [NewTopic(f"minimal.{i}", partitions, 1, {"retention.ms": str(86_400_000 + i),
                                                                  "cleanup.policy": "delete"}) for i in range(count)]
             names = [t.name for t in minimal]
@@ -314,7 +316,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
             if timer is not None:
                 timer.watch_collector()
             start, cpu = time.perf_counter(), time.process_time()
-            existing = (await admin.metadata(names)).topics
+            existing = (await admin.metadata(None)).topics
             if timer is not None:
                 timer.mark("send")
             await admin.create_topics([t for t in minimal if t.name not in existing])
@@ -323,7 +325,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
             polls = 0
             while True:
                 polls += 1
-                seen = (await admin.metadata(names)).topics
+                seen = (await admin.metadata(None)).topics
                 if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions)
                        for name in names):
                     break
