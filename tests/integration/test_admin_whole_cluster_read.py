@@ -1,7 +1,7 @@
 """describe_topics names its topics, or asks for every topic when they are most of the cluster.
 
 Naming 5,000 topics costs more to encode than the answer for the whole cluster costs beyond them (a
-first apply's wait, a resync): the admin client counts the cluster's topics when an answer lists all
+first apply's wait): the admin client counts the cluster's topics when an answer lists all
 of them, keeps the count with its own creates and deletes, and asks for every topic when the names
 are at least WHOLE_CLUSTER_SHARE of it. The answers must be the same either way.
 """

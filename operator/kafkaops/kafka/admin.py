@@ -168,7 +168,7 @@ class AdminClient(PrincipalCalls):
         names = list(dict.fromkeys(topics))
         if not names:
             return Results()
-        # most of the cluster's topics (a first apply's wait, a resync): one request for every topic,
+        # most of the cluster's topics (a first apply's wait): one request for every topic,
         # whose answer is as correct for these names (one left out is unknown) and cheaper to ask
         whole = self._topic_count is not None and len(names) >= WHOLE_CLUSTER_SHARE * self._topic_count
         meta = await self.metadata(None if whole else names)
