@@ -281,11 +281,15 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
         root = Path(tmp)
         write_manifests(root, count, partitions, files)
 
-        collector.tune()  # as `kafkaops apply` does (cli/plan_apply.py: execute), before and after loading
-        start, cpu = time.perf_counter(), time.process_time()
-        validated = load_and_validate([root])
-        rows.append({"phase": "load + validate", "wall_s": round(time.perf_counter() - start, 3),
-                     "cpu_s": round(time.process_time() - cpu, 3), "requests": {},
+        # every timed row runs as `kafkaops apply` runs its work (cli/plan_apply.py: execute): the
+        # collector paused, tuned before and after loading
+        with collector.paused():
+            collector.tune()
+            start, cpu = time.perf_counter(), time.process_time()
+            validated = load_and_validate([root])
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        rows.append({"phase": "load + validate", "wall_s": round(wall, 3),
+                     "cpu_s": round(cpu, 3), "requests": {},
                      "rss": rss_mib(), "note": f"{len(validated.valid)} valid, {len(validated.errors)} errors"})
         collector.tune()
         desired = DesiredState.of(validated.valid)
@@ -294,9 +298,10 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
             floor = [NewTopic(f"floor.{i}", partitions, 1, {"retention.ms": str(86_400_000 + i), "cleanup.policy": "delete"})
                      for i in range(count)]
             before = dict(admin.requests_by_api)
-            start, cpu = time.perf_counter(), time.process_time()
-            failed = len((await admin.create_topics(floor)).failed())
-            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            with collector.paused():
+                start, cpu = time.perf_counter(), time.process_time()
+                failed = len((await admin.create_topics(floor)).failed())
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
             sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
             rows.append({"phase": "floor: one create_topics", "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
                          "requests": sent,
@@ -315,22 +320,23 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
             timer = Phases() if phases else None
             if timer is not None:
                 timer.watch_collector()
-            start, cpu = time.perf_counter(), time.process_time()
-            existing = (await admin.metadata(None)).topics
-            if timer is not None:
-                timer.mark("send")
-            await admin.create_topics([t for t in minimal if t.name not in existing])
-            if timer is not None:
-                timer.mark("wait")
-            polls = 0
-            while True:
-                polls += 1
-                seen = (await admin.metadata(None)).topics
-                if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions)
-                       for name in names):
-                    break
-            end = time.perf_counter()
-            wall, cpu = end - start, time.process_time() - cpu
+            with collector.paused():
+                start, cpu = time.perf_counter(), time.process_time()
+                existing = (await admin.metadata(None)).topics
+                if timer is not None:
+                    timer.mark("send")
+                await admin.create_topics([t for t in minimal if t.name not in existing])
+                if timer is not None:
+                    timer.mark("wait")
+                polls = 0
+                while True:
+                    polls += 1
+                    seen = (await admin.metadata(None)).topics
+                    if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions)
+                           for name in names):
+                        break
+                end = time.perf_counter()
+                wall, cpu = end - start, time.process_time() - cpu
             if timer is not None:
                 timer.unwatch_collector()
             sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
@@ -345,12 +351,13 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
                 timer = Phases() if phases and label == "apply #1" else None
                 if timer is not None:
                     timer.install()
-                start, cpu = time.perf_counter(), time.process_time()
-                planned = await engine.plan(desired, RunOptions())
-                plan_wall = time.perf_counter() - start
-                report = await engine.apply(planned, RunOptions())
-                end = time.perf_counter()
-                wall, cpu = end - start, time.process_time() - cpu
+                with collector.paused():
+                    start, cpu = time.perf_counter(), time.process_time()
+                    planned = await engine.plan(desired, RunOptions())
+                    plan_wall = time.perf_counter() - start
+                    report = await engine.apply(planned, RunOptions())
+                    end = time.perf_counter()
+                    wall, cpu = end - start, time.process_time() - cpu
                 if timer is not None:
                     timer.remove()
                 states: dict[str, int] = {}

@@ -62,3 +62,99 @@ def test_cyclic_garbage_is_still_collected() -> None:
     kept = [{"n": [i]} for i in range(20_000)]  # allocations, as a running operator makes them
     assert len(kept) == 20_000
     assert gone() is None, "a cycle made after tune() is freed by the young collections"
+
+
+def young_collections_during(work) -> int:
+    """How many collections the interpreter started by itself (not gc.collect) while `work` ran."""
+    started = 0
+
+    def count(phase: str, info: dict) -> None:
+        nonlocal started
+        if phase == "start" and info["generation"] < 2:
+            started += 1
+
+    gc.callbacks.append(count)
+    try:
+        work()
+    finally:
+        gc.callbacks.remove(count)
+    return started
+
+
+def allocate() -> list[dict]:
+    return [{"n": [i]} for i in range(50_000)]  # what a plan of thousands of resources allocates
+
+
+def test_paused_runs_no_collection_and_loses_no_cycle() -> None:
+    class Node:
+        pass
+
+    assert young_collections_during(allocate) > 10  # the interpreter's own policy: many
+    with collector.paused():
+        assert not gc.isenabled()
+        assert young_collections_during(allocate) == 0
+        first = Node()
+        first.cycle = first  # type: ignore[attr-defined]
+        gone = weakref.ref(first)
+        del first
+    assert gc.isenabled()
+    young_collections_during(allocate)  # the collector is back: the cycle goes with the young garbage
+    assert gone() is None
+
+
+def test_paused_is_bounded_in_time() -> None:
+    import time
+
+    with collector.paused(at_most=0.05):
+        assert not gc.isenabled()
+        deadline = time.monotonic() + 5
+        while not gc.isenabled() and time.monotonic() < deadline:  # a run still going past its bound
+            time.sleep(0.01)
+        assert gc.isenabled(), "the collector is back on once the bound has passed"
+    assert gc.isenabled()
+
+
+def test_paused_leaves_a_collector_switched_off_by_the_caller_off() -> None:
+    import time
+
+    gc.disable()
+    try:
+        with collector.paused(at_most=0.01):
+            time.sleep(0.1)
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_commands_load_with_the_collector_paused(tmp_path, monkeypatch) -> None:
+    """`kafkaops validate` and `plan` load their manifests with no collection started by the
+    interpreter, where loading the same manifests otherwise runs dozens."""
+    from click.testing import CliRunner
+
+    from kafkaops.cli import plan_apply, validate
+    from kafkaops.cli.main import cli
+    from kafkaops.resources import load_and_validate
+
+    for i in range(10):
+        docs = [f"""apiVersion: kafkaops.io/v1alpha1
+kind: KafkaTopic
+metadata: {{name: t{i}-{j}}}
+spec: {{clusterRef: {{name: dev}}, partitions: 3, replicationFactor: 1, config: {{retention.ms: "{j}"}}}}
+""" for j in range(100)]
+        (tmp_path / f"f{i}.yaml").write_text("---\n".join(docs))
+    assert young_collections_during(lambda: load_and_validate([tmp_path])) > 10
+
+    during_load: list[int] = []
+
+    def counted(paths):  # the real loading, with the collections it saw counted
+        loaded: list = []
+        during_load.append(young_collections_during(lambda: loaded.append(load_and_validate(paths))))
+        return loaded[0]
+
+    monkeypatch.setattr(validate, "load_and_validate", counted)
+    monkeypatch.setattr(plan_apply, "load_and_validate", counted)
+    for args in (["validate", str(tmp_path)], ["plan", "-f", str(tmp_path), "--bootstrap-server", "127.0.0.1:1"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert during_load == [0, 0]

@@ -293,10 +293,7 @@ def exit_code(result: RunResult) -> int:
     return EXIT_OK if result.applied or not result.has_changes else EXIT_ERROR
 
 
-def execute(request: Request) -> None:
-    """Load, route, run, render, exit. Input errors that stop the whole run (no cluster can be
-    told, a bad --bootstrap-server or properties file, an unreadable state file) exit 1 with a
-    message, after the validation issues."""
+def _load_and_run(request: Request) -> RunResult:
     collector.tune()
     validated = load_and_validate(request.paths)
     collector.tune()  # the manifests live for the whole run: out of every later full collection
@@ -312,10 +309,18 @@ def execute(request: Request) -> None:
         fail(request, validated, str(exc))
     flow = run_plan if request.command == "plan" else run_apply
     try:
-        result = asyncio.run(flow(request, store, validated, targets, unroutable))
+        return asyncio.run(flow(request, store, validated, targets, unroutable))
     except KeyboardInterrupt:  # before the apply started (it handles its own): nothing was changed
         click.echo(f"kafkaops {request.command}: interrupted (Ctrl-C) before anything was changed", err=True)
         raise SystemExit(EXIT_SIGINT) from None
+
+
+def execute(request: Request) -> None:
+    """Load, route, run, render, exit. Input errors that stop the whole run (no cluster can be
+    told, a bad --bootstrap-server or properties file, an unreadable state file) exit 1 with a
+    message, after the validation issues."""
+    with collector.paused():  # loading, planning and applying build what lives to the end of the run
+        result = _load_and_run(request)
     code = exit_code(result)
     if request.output == "json":
         click.echo(json_text(result, code))

@@ -37,8 +37,9 @@ def validate(paths: tuple[str, ...], filenames: tuple[str, ...], output: str, st
     paths = (*paths, *filenames)
     if not paths:
         raise click.UsageError("give the manifests: kafkaops validate PATH... (or -f PATH)")
-    collector.tune()  # full collections over the documents being loaded (collector.py)
-    result = load_and_validate(paths)
+    with collector.paused():
+        collector.tune()  # full collections over the documents being loaded (collector.py)
+        result = load_and_validate(paths)
     empty = None if allow_empty else no_manifests_message(paths, result.documents, len(result.errors))
     failed = bool(result.errors) or (strict and bool(result.warnings)) or empty is not None
     if empty is not None and output == "text":
