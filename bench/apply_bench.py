@@ -7,6 +7,9 @@ and the protocol's floor, the three steps any reconciler must take, hand-built
 with no engine: one Metadata for every topic, that `create_topics`, then Metadata
 until every partition has a leader.
 
+Every timed row runs as the command runs its work: the cyclic collector paused (cli/collector.py:
+paused), tuned before and after loading.
+
 Reports, per phase: admin requests sent by API, wall time, this process's CPU
 time (steadier than wall time on a shared machine; the server's is not in it),
 peak RSS, and the ratio to the floor (requests and wall time). The second apply must send no
