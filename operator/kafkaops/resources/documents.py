@@ -18,6 +18,20 @@ class Source:
     kind: str
     namespace: str | None
     name: str
+    # the key of the engine's per-resource maps (ten look-ups per resource in an apply): hashed once,
+    # on first use, instead of from a fresh tuple of its five fields every time
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        cached = self._hash
+        if cached is None:
+            cached = hash((self.file, self.index, self.kind, self.namespace, self.name))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __reduce__(self) -> tuple[type[Source], tuple[str | None, int, str, str | None, str]]:
+        # rebuilt from its fields, hash not kept: a string's hash differs from process to process
+        return Source, (self.file, self.index, self.kind, self.namespace, self.name)
 
     def __str__(self) -> str:
         where = f"{self.file}[{self.index}] " if self.file is not None else ""
