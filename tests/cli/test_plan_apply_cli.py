@@ -682,3 +682,20 @@ def test_replication_factor_change_through_apply_reports_progress_lines(tmp_path
 async def _describe(bootstrap: str, name: str) -> list[tuple[int, ...]]:
     async with AdminClient.connect(bootstrap) as admin:
         return [p.replicas for p in (await admin.describe_topics([name]))[name].value.partitions]
+
+
+def test_the_kafkaops_binary_waits_for_new_topics_with_one_metadata_for_every_topic(tmp_path: Path) -> None:
+    """`kafkaops apply` of new topics, as a user runs it: its read lists every topic, and its wait asks
+    for every topic too (they are most of the cluster) instead of naming each (docs/architecture.md,
+    "Naming topics, or asking for every topic"); every topic is created and found complete."""
+    names = [f"orders.part{i}" for i in range(30)]
+    docs = [{"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic", "metadata": {"name": name},
+             "spec": {"clusterRef": {"name": "dev"}, "partitions": 2, "replicationFactor": 1}} for name in names]
+    (tmp_path / "topics.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    with served_double() as cluster:
+        ran = run_kafkaops("apply", "-f", str(tmp_path / "topics.yaml"), "--bootstrap-server", cluster.bootstrap,
+                           "--yes", tmp=tmp_path)
+        named = [r.items for r in cluster.requests if r.api_key == 3]
+    assert ran.code == 0, ran.stdout + ran.stderr
+    assert sum(f"created   KafkaTopic {name} " in ran.stdout for name in names) == len(names), ran.stdout
+    assert named and set(named) == {0}, f"Metadata requests naming topics: {named}"  # the old wait named all 30
