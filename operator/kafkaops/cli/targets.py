@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import ClientSettings, SecuritySettings
 from kafkaops.reconcile.desired import DesiredState, group_by_cluster
 from kafkaops.reconcile.settings import EngineSettings
@@ -31,7 +32,7 @@ class TargetError(ValueError):
     """The command cannot tell which cluster to talk to or how."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Target:
     """One cluster to plan or apply against."""
 
@@ -41,7 +42,7 @@ class Target:
     engine: EngineSettings = EngineSettings()  # the engine's part of the same overrides (wait_timeout...)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Unroutable:
     """A resource no cluster could be found or connected for."""
 

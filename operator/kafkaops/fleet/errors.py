@@ -8,7 +8,7 @@ InputProblem: it names the file, is reported, and the rest of the fleet goes on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kafkaops.frozen import frozen
 
 
 class FleetError(Exception):
@@ -19,7 +19,7 @@ class PolicyError(FleetError):
     """The policy file is missing, not YAML, or breaks the policy schema."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class InputProblem:
     """Something wrong with one input file. `cluster` is set when a whole cluster was skipped."""
 

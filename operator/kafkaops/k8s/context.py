@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.k8s.deletion_gate import DeletionGate
 from kafkaops.kafka import AdminClient, Batcher, ClientSettings
 from kafkaops.kafka.apis import Api
@@ -57,7 +58,7 @@ class Connection(StrEnum):
     DOWN = "down"  # unreachable, or its credentials fail: `problem` says which
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OperatorSettings:
     """The operator's knobs. `client_overrides`: settings by name for every cluster, the admin
     client's (ClientSettings) and the engine's (EngineSettings: wait_timeout, wait_poll_*) alike."""

@@ -22,8 +22,9 @@ import datetime
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from kafkaops.frozen import frozen
 
 log = logging.getLogger("kafkaops.operator")
 
@@ -34,7 +35,7 @@ def _now(now: float | None) -> float:
     return round(time.time() if now is None else now, 6)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeletionRecord:
     """What the KafkaCluster's status records of the gate (wall-clock seconds)."""
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from kafkaops.frozen import frozen
 from kafkaops.reconcile.ownership import broker_owner, topic_owner
 from kafkaops.resources.kinds import (
     API_GROUP,
@@ -51,7 +51,7 @@ class ClaimKey(NamedTuple):
 CLAIMED = "claimed"  # status field: this resource is the one managing its topic/principal/broker
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@frozen(order=True)
 class Claim:
     """Who claims a topic / principal / broker. The one already managing it (status.claimed) wins,
     then the oldest, then by namespace/name: the same winner after every restart, even for objects

@@ -24,9 +24,10 @@ import base64
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from kafkaops.frozen import frozen
 from kafkaops.k8s.context import ClusterContext
 from kafkaops.k8s.secrets import SECRET_FINALIZER, SecretForbidden, SecretNotFound
 from kafkaops.k8s.kinds import uid_of
@@ -55,7 +56,7 @@ INVALID_CREDENTIAL = "InvalidCredential"
 JAAS_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SecretObject:
     """A Secret as the API holds it; the data never prints."""
 
@@ -91,13 +92,13 @@ class SecretExists(RuntimeError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Password:
     value: Secret
     version: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PasswordProblem:
     reason: str
     message: str
@@ -192,7 +193,7 @@ def principal_owner(model: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PrincipalInputs:
     """What a reconcile of a KafkaUser/KafkaClientQuota adds: the password, its status fields (the
     Secret version only once applied), or why it cannot run."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.k8s.context import ClusterKey
 
 LEASE_LABEL = "kafkaops.io/lease"  # "member" or "cluster"
@@ -87,7 +88,7 @@ def micro_time(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaseRecord:
     """What a Lease says, as read from the API."""
 

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kafkaops.frozen import frozen
 from kafkaops.k8s.context import ClusterKey
 from kafkaops.k8s.rest import APIError, Rest, object_path
 from kafkaops.k8s.sharding import (
@@ -107,7 +108,7 @@ def replica_identity(env: dict[str, str] | None = None) -> str:
     return env.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShardSettings:
     identity: str
     namespace: str  # where the Leases live

@@ -17,10 +17,10 @@ Argo CD see real transitions only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.reconcile.outcome import Outcome, State
 
 READY, RECONCILING, STALLED, DRIFTED = "Ready", "Reconciling", "Stalled", "Drifted"
@@ -39,7 +39,7 @@ class Phase(StrEnum):
     PAUSED = "Paused"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Verdict:
     """Where a resource stands after a reconcile."""
 
@@ -140,7 +140,7 @@ def is_settled(status: Mapping[str, Any] | None, generation: int | None) -> bool
     return ready.get("status") == TRUE and status.get("observedGeneration") == generation and generation is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EventNote:
     type: str  # Normal | Warning
     reason: str
@@ -159,7 +159,7 @@ def transition_event(previous: Mapping[str, Any] | None, verdict: Verdict) -> Ev
     return EventNote(kind, verdict.reason, verdict.message[:1000])
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Result:
     status: Mapping[str, Any] | None = None  # None: write nothing (nothing changed)
     event: EventNote | None = None

@@ -13,6 +13,8 @@ from typing import Any, Generic, TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from kafkaops.frozen import frozen
+
 from .apis import Api
 from .errors import ClusterUnreachable
 from .models import ItemResult, Results
@@ -42,7 +44,7 @@ class Route(enum.Enum):
     ANY = "any"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Call(Generic[K, V, R]):
     """How one API maps items to a request and a response back to items."""
 

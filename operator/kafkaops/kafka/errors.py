@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from kafkaops.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class KafkaError:
     """One item's error as Kafka reported it (or as the client inferred it)."""
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Generic, TypeVar
+
+from kafkaops.frozen import frozen
 
 from .errors import KafkaError
 
@@ -89,7 +91,7 @@ class ConfigSource(enum.IntEnum):
 # --- requests ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NewTopic:
     """A topic to create: partitions + replication factor, or an explicit assignment.
 
@@ -125,7 +127,7 @@ class NewTopic:
         return self.replication_factor
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NewPartitions:
     """Grow ``topic`` to ``total_count`` partitions (optionally with placement)."""
 
@@ -134,7 +136,7 @@ class NewPartitions:
     assignments: tuple[tuple[int, ...], ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigResource:
     type: ConfigResourceType
     name: str  # topic name, broker id as a string, or "" for the cluster-wide broker default
@@ -148,7 +150,7 @@ class ConfigResource:
         return cls(ConfigResourceType.BROKER, "" if broker_id is None else str(broker_id))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlterConfigOp:
     name: str
     value: str | None = None
@@ -158,7 +160,7 @@ class AlterConfigOp:
         return f"AlterConfigOp({self.name!r}, {self.op.name})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AclBinding:
     resource_type: ResourceType
     resource_name: str
@@ -169,7 +171,7 @@ class AclBinding:
     permission: AclPermission
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AclBindingFilter:
     """Matches bindings; None / ANY match everything for that field."""
 
@@ -194,7 +196,7 @@ class AclBindingFilter:
         )
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@frozen(order=True)
 class TopicPartition:
     topic: str
     partition: int
@@ -206,7 +208,7 @@ class TopicPartition:
 # --- results -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BrokerInfo:
     node_id: int
     host: str
@@ -214,7 +216,7 @@ class BrokerInfo:
     rack: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartitionInfo:
     partition: int
     leader: int
@@ -224,7 +226,7 @@ class PartitionInfo:
     error: KafkaError | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicInfo:
     """A topic as a Metadata answer describes it; `partitions` in partition order (decode_metadata
     sorts them when a broker lists them otherwise)."""
@@ -244,7 +246,7 @@ class TopicInfo:
         return bool(self.partitions) and all(p.leader >= 0 for p in self.partitions)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterMetadata:
     cluster_id: str | None
     controller_id: int
@@ -253,14 +255,14 @@ class ClusterMetadata:
     topic_errors: Mapping[str, KafkaError] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterDescription:
     cluster_id: str | None
     controller_id: int
     brokers: Mapping[int, BrokerInfo]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreatedTopic:
     name: str
     topic_id: uuid.UUID | None
@@ -268,7 +270,7 @@ class CreatedTopic:
     replication_factor: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigSynonym:
     name: str
     value: str | None
@@ -278,7 +280,7 @@ class ConfigSynonym:
         return f"ConfigSynonym({self.name!r}, source={self.source.name})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigEntry:
     name: str
     value: str | None
@@ -297,7 +299,7 @@ class ConfigEntry:
         return f"ConfigEntry({self.name!r}, {shown}, source={self.source.name})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reassignment:
     partition: TopicPartition
     replicas: tuple[int, ...]
@@ -305,7 +307,7 @@ class Reassignment:
     removing: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReplicaLogDir:
     partition: TopicPartition
     size: int
@@ -313,7 +315,7 @@ class ReplicaLogDir:
     is_future: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LogDir:
     path: str
     error: KafkaError | None
@@ -322,7 +324,7 @@ class LogDir:
     usable_bytes: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ItemResult(Generic[V]):
     """One item's outcome: a value, or a typed Kafka error (never both)."""
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
+
+from kafkaops.frozen import frozen
 
 USER: Final = "user"
 CLIENT_ID: Final = "client-id"
@@ -41,7 +43,7 @@ def component_order(component: tuple[str, str | None]) -> int:
     return ENTITY_TYPES.index(component[0]) if component[0] in ENTITY_TYPES else len(ENTITY_TYPES)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QuotaEntity:
     """A quota entity: ((entity type, name or None for the default), ...), kept in a fixed order
     (user, client-id, ip) so equal entities compare and hash equal. Build with ``of``."""
@@ -104,7 +106,7 @@ def _describe(components: Iterable[tuple[str, str | None]]) -> str:
     return ",".join(f"{t}={'<default>' if n is None else n}" for t, n in components)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QuotaAlteration:
     """Set (a float) or remove (None) quota keys of one entity; keys not named are left alone."""
 
@@ -131,7 +133,7 @@ class QuotaMatch(enum.IntEnum):
     ANY = 2  # the entity type with any name, the default included
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QuotaFilterComponent:
     entity_type: str
     match_type: QuotaMatch
@@ -150,7 +152,7 @@ class QuotaFilterComponent:
         return cls(entity_type, QuotaMatch.ANY)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class QuotaFilter:
     """Which entities DescribeClientQuotas returns. No components and not strict: every entity
     (one request reads all quotas of a cluster). ``strict``: entities with exactly these types."""

@@ -17,8 +17,10 @@ from __future__ import annotations
 import enum
 import hashlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
+
+from kafkaops.frozen import frozen
 
 from .security import Secret
 
@@ -60,7 +62,7 @@ class ScramMechanism(enum.IntEnum):
         return cls[name]
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@frozen(order=True)
 class ScramCredentialInfo:
     """What Kafka tells about a stored credential: its mechanism and iterations, nothing else."""
 
@@ -68,7 +70,7 @@ class ScramCredentialInfo:
     iterations: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScramUpsertion:
     """Create or replace ``user``'s credential for ``mechanism`` (build it with `scram_upsertion`)."""
 
@@ -91,7 +93,7 @@ class ScramUpsertion:
         raise TypeError("ScramUpsertion holds a salted password and cannot be pickled")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScramDeletion:
     """Remove ``user``'s credential for ``mechanism``."""
 

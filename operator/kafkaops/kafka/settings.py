@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
+
+from kafkaops.frozen import frozen
 
 from .security import SecuritySettings, load_properties
 
@@ -25,7 +27,7 @@ def parse_bootstrap(servers: str | list[str] | tuple[str, ...]) -> tuple[tuple[s
     return tuple(parsed)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientSettings:
     """Every knob of the admin client, with production defaults.
 

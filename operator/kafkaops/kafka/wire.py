@@ -22,6 +22,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from kafkaops.frozen import frozen
+
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORR = struct.Struct(">hhi")
 
@@ -131,7 +133,7 @@ def decode_response(payload: bytes, api_key: int, version: int) -> Any:
     return value
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@frozen
 class RequestFrame:
     api_key: int
     api_version: int

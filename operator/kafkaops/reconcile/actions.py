@@ -8,10 +8,11 @@ per-item result from a batched request finds its way back to one resource.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TypeAlias
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import (
     AlterConfigOp,
     ConfigResource,
@@ -42,38 +43,38 @@ class Action(StrEnum):
 # --- steps: one admin item each ---------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateTopic:
     topic: NewTopic
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreatePartitions:
     request: NewPartitions
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlterConfigs:
     resource: ConfigResource
     ops: tuple[AlterConfigOp, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeleteAcls:
     bindings: tuple[AclBinding, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CreateAcls:
     bindings: tuple[AclBinding, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeleteTopic:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ChangeReplicas:
     """A replication-factor or assignment change: planned and shown; executed by partition
     reassignment (not by this engine's apply yet)."""
@@ -83,7 +84,7 @@ class ChangeReplicas:
     replication_factor: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class UpsertScramCredential:
     """Create or replace `user`'s credential for `mechanism` (salted at apply time). `password` is a
     Secret (prints as ***); `fingerprint` (principals.password_fingerprint) is what the ownership
@@ -96,13 +97,13 @@ class UpsertScramCredential:
     fingerprint: str = field(repr=False, compare=False, default="")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeleteScramCredential:
     user: str
     mechanism: ScramMechanism
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlterQuotas:
     """Set (a number) or remove (None) quota keys of one entity."""
 
@@ -116,7 +117,7 @@ Step: TypeAlias = (CreateTopic | CreatePartitions | AlterConfigs | DeleteAcls | 
 # --- what people see -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FieldChange:
     """`field` goes from `old` to `new` (None: absent). Sensitive values are never kept."""
 
@@ -138,7 +139,7 @@ class FieldChange:
         return f"{self.field}: {self.old} -> {self.new}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Problem:
     """Why a resource cannot (or could not) reach its desired state.
 
@@ -177,7 +178,7 @@ class StepState(StrEnum):
     FAILED = "failed"  # refused by Kafka, or the client could not send it: `problem` says why
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StepResult:
     """What running one step did: the typed end of the admin client's ItemResult, carried to the
     Outcome (and from there to the operator's status).
@@ -210,7 +211,7 @@ class StepResult:
         return cls(step, StepState.FAILED, problem=problem, error=error)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ResourcePlan:
     """One resource's part of a plan."""
 
@@ -232,7 +233,7 @@ class ResourcePlan:
         return self.action is not Action.NONE or self.problem is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plan:
     cluster: str
     resources: tuple[ResourcePlan, ...]

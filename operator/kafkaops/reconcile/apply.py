@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import Batcher, CreatedTopic, ItemResult, KafkaError, ScramDeletion, ScramUpsertion, scram_upsertion
 from kafkaops.kafka.errors import KafkaOpsError
 from kafkaops.reconcile.acls import exact_filter, to_wire
@@ -41,7 +42,7 @@ INTERRUPTED = "Interrupted"  # the run was stopped (Ctrl-C, SIGTERM) before this
 Progress = Callable[[ResourcePlan], None]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Applied:
     """What applying one resource's plan did: each step's result, in order, and the problem that
     stopped it (a failed step's, the plan's own, or an interruption before the next step)."""

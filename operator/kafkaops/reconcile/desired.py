@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka.security import Secret
 
 from kafkaops.resources.models import (
@@ -22,7 +23,7 @@ from kafkaops.resources.models import (
 from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DesiredState:
     """Everything declared for one cluster. `cluster` is its KafkaCluster when one was given:
     it supplies the deletion policy and cap (else Retain and the default cap).
@@ -82,7 +83,7 @@ class DesiredState:
         return bool(self.acls) or any(u.manages_acls for u in self.users)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterGroups:
     """Resources grouped by the KafkaCluster their clusterRef names.
 

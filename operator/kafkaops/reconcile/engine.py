@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import AlterOp, Batcher, TopicInfo
 from kafkaops.reconcile.actions import (
     Action,
@@ -45,7 +46,7 @@ from kafkaops.resources.users import KafkaClientQuota, KafkaUser
 from kafkaops.reconcile.wait import expectations, wait_for
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RunOptions:
     prune: bool = False
     validate_only: bool = False
@@ -66,7 +67,7 @@ class RunOptions:
         return PlanOptions(self.prune, self.protected_topics)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Planned:
     """A plan with what it was made from (apply needs the ownership it was planned against)."""
 

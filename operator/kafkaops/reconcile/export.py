@@ -27,12 +27,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from kafkaops import kafka
+from kafkaops.frozen import frozen
 from kafkaops.kafka import ConfigSource, KafkaError
 from kafkaops.reconcile.configs import is_sensitive
 from kafkaops.reconcile.export_principals import annotate_placeholders, quota_documents, user_documents
@@ -73,7 +73,7 @@ KIND_FILES: Mapping[str, str] = {
 _CONFIG_PATH = re.compile(r"^spec\.config\.(.+)$")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterAccess:
     """How the exported KafkaCluster is reached, so that `kafkaops plan -f DIR` (without
     --bootstrap-server) uses TLS and asks for SASL credentials as the export did.
@@ -93,7 +93,7 @@ class ClusterAccess:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ExportResult:
     """Manifests (plain dicts, ready for YAML, in a deterministic order) and what was left out.
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import AdminClient, ClusterMetadata, TopicPartition
 from kafkaops.kafka.errors import ErrorCode, KafkaOpsError
 from kafkaops.reconcile.actions import Problem, problem_from_exception
@@ -23,7 +23,7 @@ class Election(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartitionElection:
     partition: TopicPartition
     preferred: int

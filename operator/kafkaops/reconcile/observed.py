@@ -8,9 +8,10 @@ the resources that needed it and go on with the others.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import (
     BrokerInfo,
     ConfigEntry,
@@ -26,7 +27,7 @@ from kafkaops.resources.acl import AclBinding
 EMPTY: Mapping = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ObservedConfig:
     """One config key as DescribeConfigs reported it. `value` is None when Kafka hides it (sensitive)."""
 
@@ -43,7 +44,7 @@ class ObservedConfig:
         return f"ObservedConfig({shown}, {self.source.name})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ObservedTopic:
     name: str
     assignment: tuple[tuple[int, ...], ...]  # replicas per partition, by partition id
@@ -66,7 +67,7 @@ class ObservedTopic:
         return {k: c for k, c in (self.configs or {}).items() if c.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ObservedState:
     """A cluster as read by one observe(): topics in scope, ACLs, broker configs, reassignments,
     SCRAM credentials and client quotas."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import CreatedTopic, TopicInfo
 from kafkaops.reconcile.actions import (
     Action,
@@ -31,7 +32,7 @@ class State(StrEnum):
     INVALID = "invalid"  # the manifest failed validation: nothing was sent for it
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outcome:
     source: Source
     kind: str
@@ -73,7 +74,7 @@ class Outcome:
         return self.problem.message if self.problem else ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Report:
     """One reconcile of one cluster."""
 

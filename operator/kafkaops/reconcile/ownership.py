@@ -21,12 +21,14 @@ import os
 import secrets
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
 from rpds import HashTrieMap
+
+from kafkaops.frozen import frozen
 
 FORMAT_VERSION = 1
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -59,7 +61,7 @@ def fingerprint_matches(value: str, stored: str | None) -> bool:
     return hmac.compare_digest(expected, actual)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Ownership:
     """owner -> {config key -> fingerprint of a sensitive value, or None}."""
 

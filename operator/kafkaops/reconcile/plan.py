@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import AlterConfigOp, AlterOp, ConfigResource, ConfigSource, NewPartitions, NewTopic
 from kafkaops.reconcile.actions import (
     Action,
@@ -61,7 +62,7 @@ DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
 NOT_READ = "ObserveFailed"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlanOptions:
     prune: bool = False
     protected_topics: str = DEFAULT_PROTECTED_TOPICS

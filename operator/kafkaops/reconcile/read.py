@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kafkaops import kafka
+from kafkaops.frozen import frozen
 from kafkaops.kafka import (
     Batcher,
     ConfigResource,
@@ -43,7 +44,7 @@ from kafkaops.resources.models import KafkaTopic
 _UNKNOWN_TOPIC = ErrorCode.unknown_topic_or_partition
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ObserveScope:
     """What to read. `topics` None: every topic in the cluster (prune, export)."""
 
@@ -79,7 +80,7 @@ def _config_keys(topic: KafkaTopic, owners: Mapping[str, Mapping[str, str | None
     return frozenset(topic.config).union(owned) if owned else frozenset(topic.config)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterRead:
     """What one read_cluster saw: the observed state, and the ACL bindings manifests cannot
     express (read when the scope asks for ACLs; observe() leaves them out)."""

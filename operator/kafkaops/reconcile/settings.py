@@ -10,12 +10,13 @@ names out of such a mapping and leaves the client's, so `wait_timeout`, `wait_po
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
+from kafkaops.frozen import frozen
 from kafkaops.reconcile.reassign.plan import ReassignmentSettings
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EngineSettings:
     """Seconds. Completion polling backs off from `wait_poll_min` to `wait_poll_max`; past
     `wait_timeout` what has not read back is a retriable WaitTimeout. `reassignment`: partitions in

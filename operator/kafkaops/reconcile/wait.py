@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TypeAlias
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import AlterOp, Batcher, ConfigEntry, ConfigResource, ConfigResourceType, ConfigSource, ItemResult, TopicInfo
 from kafkaops.kafka.errors import ErrorCode, KafkaOpsError
 from kafkaops.reconcile.actions import AlterConfigs, CreatePartitions, CreateTopic, DeleteTopic, Problem
@@ -30,7 +30,7 @@ from kafkaops.resources.documents import Source
 WAIT_TIMEOUT = "WaitTimeout"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicReady:
     topic: str
     partitions: int | None = None
@@ -40,7 +40,7 @@ class TopicReady:
         return f"topic {self.topic!r}{count}, every partition led"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicGone:
     topic: str
 
@@ -48,7 +48,7 @@ class TopicGone:
         return f"topic {self.topic!r} gone"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigsMatch:
     resource: ConfigResource
     expected: Mapping[str, str | None]  # None: no override left (reset)
@@ -61,7 +61,7 @@ class ConfigsMatch:
 Expectation: TypeAlias = TopicReady | TopicGone | ConfigsMatch
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Waited:
     """How a wait ended: a Problem for each source still pending at the deadline (None: complete),
     and for each source with a TopicReady, the topic as the poll that found it complete saw it."""

@@ -7,9 +7,10 @@ code (AclResourceType, AclOperation, PatternType, AclPermissionType).
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+
+from kafkaops.frozen import frozen
 
 
 class ResourceType(StrEnum):
@@ -101,7 +102,7 @@ CLUSTER_RESOURCE_NAME = "kafka-cluster"
 WILDCARD = "*"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@frozen(order=True)
 class AclBinding:
     """One Kafka ACL binding: a single operation for a principal on a resource pattern."""
 

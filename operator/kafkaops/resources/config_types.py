@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 
+from kafkaops.frozen import frozen
 from kafkaops.resources.issues import Finding, Severity
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -39,7 +39,7 @@ class ConfigType(StrEnum):
     PASSWORD = "password"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigSpec:
     """One config key as Kafka defines it.
 

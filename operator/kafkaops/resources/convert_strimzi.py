@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.resources.issues import Severity, ValidationIssue
 
 STRIMZI_GROUP = "kafka.strimzi.io"
@@ -48,7 +49,7 @@ PERMISSIONS = {"allow": "Allow", "deny": "Deny"}
 TLS_AUTHENTICATION = ("tls", "tls-external")  # Strimzi's principal is then User:CN=<name>
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StrimziDocument:
     """One YAML document of the input, and where it came from."""
 
@@ -57,13 +58,13 @@ class StrimziDocument:
     obj: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConvertOptions:
     cluster: str | None = None  # the KafkaCluster every output refers to (overrides strimzi.io/cluster)
     deletion_policy: str | None = "Retain"  # written into every KafkaTopic; None leaves the cluster's default
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Converted:
     source: StrimziDocument
     manifest: dict[str, Any]
@@ -81,7 +82,7 @@ class Converted:
         return self.manifest["metadata"].get("namespace")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConversionResult:
     converted: tuple[Converted, ...] = ()
     issues: tuple[ValidationIssue, ...] = ()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from kafkaops.frozen import frozen
 
-@dataclass(frozen=True, slots=True, order=True)
+
+@frozen(order=True)
 class Source:
     """Where a resource came from: a file and the 0-based index of the YAML document in it
     (file is None for an object read from Kubernetes), plus the object's kind, namespace and name.
@@ -42,7 +44,7 @@ class Source:
 ResourceRef = Source
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen(eq=False)
 class Document:
     """One kafkaops manifest as loaded, not yet validated.
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from kafkaops.frozen import frozen
 
 if TYPE_CHECKING:
     from kafkaops.resources.documents import Source
@@ -15,7 +17,7 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ValidationIssue:
     """A problem found in a manifest.
 
@@ -87,7 +89,7 @@ class ValidationIssue:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Finding:
     """What a rule reports about one document, before it is tied to the document's source."""
 

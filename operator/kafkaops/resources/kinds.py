@@ -8,8 +8,9 @@ against it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from kafkaops.frozen import frozen
 
 API_GROUP = "kafkaops.io"
 API_VERSION = "v1alpha1"
@@ -17,7 +18,7 @@ GROUP_VERSION = f"{API_GROUP}/{API_VERSION}"
 CATEGORY = "kafkaops"  # not "kafka": Strimzi's kind Kafka answers to `kubectl get kafka`
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KindInfo:
     """One kind: the names Kubernetes knows it by and the JSON Schema that defines it."""
 

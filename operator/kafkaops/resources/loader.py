@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kafkaops.frozen import frozen
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Severity, ValidationIssue, join_path
 from kafkaops.resources.kinds import GROUP_VERSION, KINDS, is_kafkaops_api_version
@@ -70,7 +71,7 @@ def _plain_scalar_tag(value: str) -> str:
     return _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LoadNote:
     """Something skipped on purpose (not an error): a document of another API group, say."""
 
@@ -83,7 +84,7 @@ class LoadNote:
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LoadResult:
     documents: tuple[Document, ...] = ()
     notes: tuple[LoadNote, ...] = ()

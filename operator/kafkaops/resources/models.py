@@ -14,10 +14,11 @@ config values normalised to strings.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kafkaops.frozen import frozen
 from kafkaops.resources.acl import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
 from kafkaops.resources.config_types import normalise_value
 from kafkaops.resources.documents import Document, Source
@@ -84,7 +85,7 @@ class FrozenDict(Mapping[str, str]):
         return f"FrozenDict({self._items!r})"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClusterRef:
     name: str
     namespace: str | None = None
@@ -96,20 +97,20 @@ class ClusterRef:
 # --- KafkaCluster -----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CaSecretRef:
     name: str
     key: str = "ca.crt"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClientCertSecretRef:
     name: str
     cert_key: str = "tls.crt"
     key_key: str = "tls.key"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TlsSpec:
     enabled: bool = True
     ca_secret_ref: CaSecretRef | None = None
@@ -117,7 +118,7 @@ class TlsSpec:
     verify_hostname: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaslCredentialsRef:
     name: str
     username_key: str = "username"
@@ -125,19 +126,19 @@ class SaslCredentialsRef:
     token_key: str = "token"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SaslSpec:
     mechanism: SaslMechanism
     credentials_secret_ref: SaslCredentialsRef | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicDeletion:
     policy: DeletionPolicy = DeletionPolicy.RETAIN
     max_deletions_per_reconcile: int = DEFAULT_MAX_DELETIONS_PER_RECONCILE
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AllowedNamespace:
     namespace: str
     topic_prefixes: tuple[str, ...] = ()
@@ -146,7 +147,7 @@ class AllowedNamespace:
         return not self.topic_prefixes or topic_name.startswith(self.topic_prefixes)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KafkaClusterSpec:
     bootstrap_servers: tuple[str, ...]
     tls: TlsSpec | None = None
@@ -167,7 +168,7 @@ class KafkaClusterSpec:
         return None if interval is None else parse_duration(interval)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KafkaCluster:
     source: Source
     name: str
@@ -203,7 +204,7 @@ class KafkaCluster:
 # --- KafkaTopic -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KafkaTopic:
     """A desired topic. partitions/replication_factor None: the broker default (KIP-464);
     replica_assignment excludes both. deletion_policy None: inherit from the cluster."""
@@ -245,7 +246,7 @@ class KafkaTopic:
 # --- KafkaAcl ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AclEntry:
     """One item of spec.acls: several operations on one resource pattern."""
 
@@ -257,7 +258,7 @@ class AclEntry:
     permission: AclPermission = AclPermission.ALLOW
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KafkaAcl:
     """All ACL bindings of one principal on one cluster; `bindings` is the expansion, one per operation."""
 
@@ -285,7 +286,7 @@ def expand_bindings(principal: str, entries: tuple[AclEntry, ...]) -> frozenset[
 # --- KafkaBrokerConfig ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class KafkaBrokerConfig:
     """Dynamic broker configs for broker `broker_id`, or the cluster-wide default when None."""
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.resources.documents import Document, Source
 from kafkaops.resources.issues import Finding, error, warning
 from kafkaops.resources.kinds import KAFKA_ACL, KAFKA_BROKER_CONFIG, KAFKA_CLIENT_QUOTA, KAFKA_CLUSTER, KAFKA_TOPIC, KAFKA_USER
@@ -34,7 +34,7 @@ TOPIC_PREFIX_NOT_ALLOWED = "TopicPrefixNotAllowed"
 ClusterKey = tuple[str | None, str]  # (namespace, name)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Ref:
     namespace: str | None
     name: str

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from kafkaops import kafka
+from kafkaops.frozen import frozen
 from kafkaops.kafka import AdminClient, Batcher, ClusterMetadata, ConfigSource
 from kafkaops.kafka import AclBinding as WireAclBinding
 from kafkaops.kafka.errors import ErrorCode
@@ -34,7 +34,7 @@ _BROKER_SOURCE = ConfigSource.DYNAMIC_BROKER_CONFIG
 _DEFAULT_SOURCE = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Snapshot:
     """One cluster's snapshot: the header and each table's rows (dicts keyed by column name,
     in the order they are written). Treat the rows as read-only."""

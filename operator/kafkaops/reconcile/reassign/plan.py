@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from types import MappingProxyType
 from typing import Any
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import KafkaError, TopicPartition
 from kafkaops.reconcile.actions import Problem
 from kafkaops.reconcile.placement import placement_problem, plan_placement
@@ -34,7 +35,7 @@ def _now() -> datetime:
 # --- settings, plan -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReassignmentSettings:
     """`max_partitions_moving`: partitions in flight at once (per run, or per `MoveBudget` shared
     by a cluster's runs). `throttle_bytes_per_second`: replication throttle while moving (None:
@@ -57,7 +58,7 @@ class ReassignmentSettings:
             raise ValueError("timeout must be positive (or None)")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartitionMove:
     current: tuple[int, ...]
     target: tuple[int, ...]
@@ -71,7 +72,7 @@ class PartitionMove:
         return tuple(b for b in self.current if b not in self.target)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReassignmentPlan:
     """Partitions to move (only those that change), with current and target replicas. May span
     topics: an engine merges its topics' plans into one run per cluster."""

@@ -4,11 +4,12 @@ helpers that word its messages and problems."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import TopicPartition
 from kafkaops.reconcile.actions import Problem
 from kafkaops.reconcile.reassign.plan import _EMPTY, EXTERNAL_REASSIGNMENT, REASSIGNMENT_CANCELLED
@@ -34,7 +35,7 @@ class ReassignmentState(StrEnum):
     EXTERNAL = "external"  # done, except partitions someone else is moving (left alone)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ReassignmentProgress:
     """Where a run stands. Counts cover kafkaops' partitions (external ones are not counted);
     bytes are None when DescribeLogDirs could not be read."""

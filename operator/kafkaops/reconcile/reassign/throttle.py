@@ -4,10 +4,11 @@ ahead so a restart removes exactly that), `set_throttles`, `cleanup_throttles`."
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka import (
     AdminClient,
     AlterConfigOp,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 PersistThrottle = Callable[["ThrottleRecord | None"], "Awaitable[None] | None"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ThrottleRecord:
     """What kafkaops added to throttle a reassignment, for removing exactly that, also after a
     restart. Small and JSON-friendly (`to_json`/`from_json`, or `to_entry`/`from_entry` for an

@@ -12,7 +12,8 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from kafkaops.frozen import frozen
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -44,7 +45,7 @@ class Dynamic(enum.Enum):
     CLUSTER_WIDE = "cluster-wide"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigSpec:
     """One config key: type, default (as Kafka renders it) and constraints."""
 

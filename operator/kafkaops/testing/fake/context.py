@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
+from kafkaops.frozen import frozen
+
 if TYPE_CHECKING:  # state.py imports principals.py, which uses ItemError from here
     from .state import ClusterStateDouble
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ItemError:
     """The error code and message one item (or a whole response) answers."""
 

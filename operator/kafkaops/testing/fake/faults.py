@@ -12,6 +12,8 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafkaops.frozen import frozen
+
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 CREATE_ACLS, DELETE_ACLS = 30, 31
 INCREMENTAL_ALTER_CONFIGS = 44
@@ -47,7 +49,7 @@ class FaultKind(enum.Enum):
     SLOW = "slow"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FaultDouble:
     """One fault to inject. Build it with the class methods below.
 

@@ -12,9 +12,11 @@ import hashlib
 import hmac
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from kio.schema.errors import ErrorCode
+
+from kafkaops.frozen import frozen
 
 from .context import ItemError
 
@@ -32,7 +34,7 @@ IP_KEYS = {"connection_creation_rate": True}
 Entity = tuple[tuple[str, str | None], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScramCredentialDouble:
     """One stored credential, as the broker keeps it (never shown by /state)."""
 

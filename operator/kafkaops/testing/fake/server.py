@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from kafkaops.frozen import frozen
 from kafkaops.kafka.wire import FrameError, RequestFrame, build, decode_request, encode_response, read_size, response_class
 
 from kafkaops.testing.sasl_double import SaslServerDouble
@@ -55,7 +56,7 @@ class SaslServerLike(Protocol):
     def new_session(self) -> SaslSessionLike: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequestRecord:
     """One request the double served."""
 
@@ -67,7 +68,7 @@ class RequestRecord:
     client_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Reply:
     data: bytes | None
     close: bool = False

@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from kio.schema.errors import ErrorCode
 
+from kafkaops.frozen import frozen
+
 from .acls import AclBinding
 from .catalog import BROKER_CONFIGS, TOPIC_CONFIGS, ConfigSource, ConfigSpec, ConfigType, broker_spec
 from .placement import assign_replicas
@@ -101,14 +103,14 @@ class ReassignmentDouble:
         return list(self.target) + list(self.removing)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Synonym:
     name: str
     value: str | None
     source: ConfigSource
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigEntry:
     """A resolved config as DescribeConfigs reports it (value unmasked)."""
 
@@ -122,7 +124,7 @@ class ConfigEntry:
     synonyms: tuple[Synonym, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StateSettings:
     """Behaviour knobs of the double's state."""
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp.web
 import attrs
 
+from kafkaops.frozen import frozen
 from kafkaops.testing.control_http import ControlError, ControlServer, field
 
 from .handler import EmulatorHandler
@@ -37,7 +38,7 @@ REASONS = {409: "Conflict", 429: "TooManyRequests", 500: "InternalError", 503: "
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ApiFault:
     """Answer `status` (or, with status None, only delay by `delay_s`) to requests whose method is
     `method` (None: any) and whose path contains `path`; `count` times (None: until cleared)."""

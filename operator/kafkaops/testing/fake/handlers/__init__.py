@@ -8,8 +8,9 @@ gives the number of items a request carries, for the double's request log.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from kafkaops.frozen import frozen
 
 from ..context import RequestContext
 from .acls import handle_create_acls, handle_delete_acls, handle_describe_acls
@@ -32,7 +33,7 @@ from .topics import handle_create_partitions, handle_create_topics, handle_delet
 Handler = Callable[[RequestContext, Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ApiHandler:
     """How the double serves one API."""
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+
+from kafkaops.frozen import frozen
 
 from ..catalog import (
     TOPIC_CONFIGS,
@@ -93,7 +94,7 @@ def handle_describe_configs(ctx: RequestContext, body: Any) -> Any:
 
 
 # ------------------------------------------------------- IncrementalAlterConfigs
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigPlan:
     """New overrides for one resource that passed validation."""
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+
+from kafkaops.frozen import frozen
 
 from ..catalog import validate_topic_config
 from ..context import ItemError, RequestContext
@@ -32,7 +33,7 @@ from .configs import entry_fields
 Result = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicPlan:
     """A CreateTopics item that passed validation."""
 
@@ -224,7 +225,7 @@ def handle_delete_topics(ctx: RequestContext, body: Any) -> Any:
 
 
 # -------------------------------------------------------------- CreatePartitions
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartitionsPlan:
     name: str
     current: int
