@@ -243,7 +243,10 @@ class TopicInfo:
     @property
     def all_led(self) -> bool:
         """Every partition has a leader (a created topic is ready)."""
-        return bool(self.partitions) and all(p.leader >= 0 for p in self.partitions)
+        for partition in self.partitions:  # a loop: asked of every topic a wait polls, of three partitions or so
+            if partition.leader < 0:
+                return False
+        return bool(self.partitions)
 
 
 @frozen

@@ -24,6 +24,13 @@ def _sensitive_name(key: str) -> bool:
     return bool(_SENSITIVE_NAME.search(key))
 
 
+@lru_cache(maxsize=1024)
+def sensitive_keys(keys: frozenset[str]) -> tuple[str, ...]:
+    """The names among `keys` that hold secrets. The resources of one apply share a few sets of
+    config keys: asked once per set, not once per key of every resource."""
+    return tuple([key for key in keys if _sensitive_name(key)])
+
+
 def values_equal(key: str, desired: str, observed: str | None) -> bool:
     """Whether Kafka holds `desired` for `key`, allowing for Kafka's spellings
     (list order, `1.0` vs `1`, `TRUE` vs `true`)."""

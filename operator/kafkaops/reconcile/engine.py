@@ -28,7 +28,7 @@ from kafkaops.reconcile.actions import (
     ResourcePlan,
 )
 from kafkaops.reconcile.apply import INTERRUPTED, Applied, Progress, apply_plans, validate_quotas
-from kafkaops.reconcile.configs import is_sensitive
+from kafkaops.reconcile.configs import sensitive_keys
 from kafkaops.reconcile.desired import DesiredState
 from kafkaops.reconcile.observe import ObserveScope, observe
 from kafkaops.reconcile.observed import ObservedState
@@ -248,7 +248,7 @@ def ownership_changes(old: Ownership, applied: list[Applied]) -> dict[str, Mappi
             continue
         previous = old.owners.get(resource.owner, {})
         entry: dict[str, str | None] = dict.fromkeys(resource.owned_keys)
-        sensitive = [key for key in entry if is_sensitive(key)]
+        sensitive = sensitive_keys(resource.owned_keys)
         if sensitive:
             values_set: dict[str, str] = {}
             for step in done:

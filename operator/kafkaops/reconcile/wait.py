@@ -82,7 +82,8 @@ def expectations(applied: Applied) -> tuple[Expectation, ...]:
     for step in applied.done:
         match step:
             case CreateTopic(topic):
-                found.append(TopicReady(topic.name, topic.partition_count if topic.partition_count > 0 else None))
+                count = topic.partition_count
+                found.append(TopicReady(topic.name, count if count > 0 else None))
             case CreatePartitions(request):
                 found.append(TopicReady(request.topic, request.total_count))
             case DeleteTopic(name):
