@@ -30,6 +30,11 @@ time), create, wait. It tells how much of the protocol floor is this client's an
 protocol's own: the wait's Metadata answer (every partition of every new topic) against the
 CreateTopics request.
 
+Then the least reconciler: the protocol floor plus the least bookkeeping a reconciler that reports
+per resource could keep (each manifest's NewTopic built in the timing, one plan record and one
+outcome per resource): what apply's own bookkeeping (field changes, step results, expectations,
+ownership, the Batcher's lanes) is measured against.
+
 With --phases, apply #1 and the protocol floor are also timed step by step (read, the pure
 plan, send, wait, and apply's recording of outcomes and ownership), each with the share of the
 cyclic garbage collector's pauses (`Phases`): the two rows side by side show what the engine adds
@@ -63,6 +68,9 @@ from kafkaops.cli import collector
 from kafkaops.kafka import AdminClient, Batcher, NewTopic
 from kafkaops.kafka.sizing import topic_records
 from kafkaops.reconcile import DesiredState, Engine, RunOptions, State
+from kafkaops.reconcile.actions import Action, CreateTopic, ResourcePlan
+from kafkaops.reconcile.outcome import Outcome
+from kafkaops.resources.kinds import KAFKA_TOPIC
 from kafkaops.reconcile import engine as engine_module
 from kafkaops.resources import load_and_validate
 from kafkaops.testing.servers import noida_activity, start_noida
@@ -349,6 +357,32 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
                          **({"steps": timer.summary(start, end)} if timer is not None else {})})
             await admin.delete_topics(names)
 
+            # the least a reconciler that reports per resource would keep: the protocol floor with each
+            # manifest's NewTopic built in the timing, one plan record per resource (its one step, no
+            # field changes) and one outcome. What apply keeps beyond it (the field changes people read,
+            # step results, expectations, the ownership record, the Batcher's lanes) is the rest of its time
+            before = dict(admin.requests_by_api)
+            with collector.paused():
+                start, cpu = time.perf_counter(), time.process_time()
+                existing = (await admin.metadata(None)).topics
+                plans = [ResourcePlan(k.source, KAFKA_TOPIC, k.topic_name, Action.CREATE, (), (CreateTopic(NewTopic(
+                    f"least.{k.topic_name}", k.partitions or -1, k.replication_factor or -1, dict(k.config.items()))),))
+                    for k in desired.topics if f"least.{k.topic_name}" not in existing]
+                answers = await admin.create_topics([p.steps[0].topic for p in plans])
+                least = [p.steps[0].topic.name for p in plans]
+                while True:
+                    seen = (await admin.metadata(None)).topics
+                    if all(n in seen and seen[n].partitions and all(x.leader >= 0 for x in seen[n].partitions) for n in least):
+                        break
+                outcomes = [Outcome(p.source, p.kind, p.name, State.FAILED if answers[n].error else State.APPLIED, p.action,
+                                    led=seen[n]) for p, n in zip(plans, least)]
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            sent = {k: v - before.get(k, 0) for k, v in admin.requests_by_api.items() if v != before.get(k, 0)}
+            rows.append({"phase": "least reconciler: + plan, outcome", "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                         "requests": sent, "rss": rss_mib(),
+                         "note": f"{sum(o.state is State.APPLIED for o in outcomes)} applied"})
+            await admin.delete_topics(least)
+
             for label in ("apply #1", "apply #2"):
                 engine = Engine(Batcher(admin, linger=0.0), cluster="bench")  # as the CLI's (cli/sessions.py)
                 timer = Phases() if phases and label == "apply #1" else None
@@ -392,7 +426,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
     floor_wall = rows[1]["wall_s"]
     protocol_wall = rows[2]["wall_s"]
     for row in rows:
-        if str(row["phase"]).startswith(("apply #1", "CLI apply #1")):
+        if str(row["phase"]).startswith(("apply #1", "CLI apply #1", "least reconciler")):
             row["wall_ratio_to_floor"] = round(row["wall_s"] / floor_wall, 2)
             row["wall_ratio_to_protocol_floor"] = round(row["wall_s"] / protocol_wall, 2)
     return rows
