@@ -37,3 +37,18 @@ def test_error_codes_map_to_typed_errors():
     unknown = KafkaError.from_code(31999)
     assert unknown.name == "UNKNOWN_ERROR_31999" and not unknown.retriable
     assert str(KafkaError.from_code(17, "bad name")) == "INVALID_TOPIC_EXCEPTION: bad name"
+
+
+def test_results_answer_as_the_mapping_of_their_items():
+    from kafkaops.kafka.errors import KafkaError
+    from kafkaops.kafka.models import ItemResult, Results
+
+    error = KafkaError(3, "UNKNOWN_TOPIC_OR_PARTITION", "", False)
+    results = Results({"a": ItemResult(1), "b": ItemResult(None, error)})
+    assert results.get("a") == ItemResult(1) and results.get("x") is None and results.get("x", ItemResult(0)) == ItemResult(0)
+    assert "b" in results and "x" not in results and len(results) == 2
+    assert list(results.keys()) == ["a", "b"] and list(results) == ["a", "b"]
+    assert dict(results.items()) == {"a": ItemResult(1), "b": ItemResult(None, error)} == dict(results)
+    assert list(results.values()) == [ItemResult(1), ItemResult(None, error)]
+    assert results == {"a": ItemResult(1), "b": ItemResult(None, error)}
+    assert results.failed() == {"b": error} and results.succeeded() == {"a": 1} and not results.all_ok
