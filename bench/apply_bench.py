@@ -170,6 +170,17 @@ class Phases:
         return {k: (round(v[0], 3), round(v[1], 3)) for k, v in out.items()}
 
 
+async def until_led(admin: AdminClient, names: list[str]) -> tuple[dict, int]:
+    """Metadata for every topic until each of `names` has every partition led (the floors' wait):
+    the topics of the last answer, and how many were asked."""
+    polls = 0
+    while True:
+        polls += 1
+        seen = (await admin.metadata(None)).topics
+        if all(name in seen and seen[name].all_led for name in names):
+            return seen, polls
+
+
 def rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
@@ -339,13 +350,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
                 await admin.create_topics([t for t in minimal if t.name not in existing])
                 if timer is not None:
                     timer.mark("wait")
-                polls = 0
-                while True:
-                    polls += 1
-                    seen = (await admin.metadata(None)).topics
-                    if all(name in seen and seen[name].partitions and all(p.leader >= 0 for p in seen[name].partitions)
-                           for name in names):
-                        break
+                _, polls = await until_led(admin, names)
                 end = time.perf_counter()
                 wall, cpu = end - start, time.process_time() - cpu
             if timer is not None:
@@ -370,10 +375,7 @@ async def run(count: int, partitions: int, files: int, phases: bool = False, cli
                     for k in desired.topics if f"least.{k.topic_name}" not in existing]
                 answers = await admin.create_topics([p.steps[0].topic for p in plans])
                 least = [p.steps[0].topic.name for p in plans]
-                while True:
-                    seen = (await admin.metadata(None)).topics
-                    if all(n in seen and seen[n].partitions and all(x.leader >= 0 for x in seen[n].partitions) for n in least):
-                        break
+                seen, _ = await until_led(admin, least)
                 outcomes = [Outcome(p.source, p.kind, p.name, State.FAILED if answers[n].error else State.APPLIED, p.action,
                                     led=seen[n]) for p, n in zip(plans, least)]
                 wall, cpu = time.perf_counter() - start, time.process_time() - cpu

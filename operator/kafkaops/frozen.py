@@ -12,7 +12,7 @@ the generated `__init__` stores each argument with its slot's own setter instead
 `object.__setattr__(self, name, value)`, which looks the attribute up again for every field. A
 first apply of 5,000 topics builds ~20 of these objects per topic (the plan, the step results,
 the wait, the outcome); with this `__init__` a 9-field `ResourcePlan` is built in 0.72 µs instead
-of 1.17 (docs/benchmarks.md, "Frozen dataclasses built through their slots").
+of 1.17 (docs/benchmarks.md, "`@frozen`"; docs/architecture.md, "`@frozen`").
 
 The `__init__` is generated at the class's first instantiation, not at import (a command's
 start-up would pay for every class it imports). Where it cannot say the same thing as
@@ -71,8 +71,10 @@ def _first_init(cls: type) -> Callable[..., None]:
 def slot_init(cls: type) -> Callable[..., None] | None:
     """An `__init__` for dataclass `cls` (frozen, with slots) that sets fields through their slot
     descriptors; None when it could not match dataclasses' own."""
+    # dataclasses marks an InitVar pseudo-field privately; were the mark gone, every class keeps its own
+    initvar = getattr(dataclasses, "_FIELD_INITVAR", None)
     fields = getattr(cls, "__dataclass_fields__", {})
-    if any(f._field_type is dataclasses._FIELD_INITVAR for f in fields.values()):  # type: ignore[attr-defined]
+    if initvar is None or any(getattr(f, "_field_type", None) is initvar for f in fields.values()):
         return None
     namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
     params: list[str] = []
