@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import kopf
+import kopf._cogs.clients.errors
 
 from kopf._cogs.aiokits import aiotasks
 from kopf._cogs.aiokits.aiotoggles import ToggleSet
@@ -131,6 +132,60 @@ async def test_a_retry_delay_with_a_worker_limit_is_slept_outside_the_worker() -
     assert len(touched) == 1 and "metadata" in touched[0], "the object is touched after the delay, as kopf does"
     held, touched = await apply_with_a_delay(worker_limit=0, delay=0.3)  # no limit: kopf's own sleep
     assert held >= 0.3 and len(touched) == 1
+
+
+async def apply_refused(failures: int, *, worker_limit: int = 0, patch: dict | None = None,
+                        delays: list[float] | None = None) -> tuple[list[str], list[dict]]:
+    """kopf's apply() whose PATCH meets `failures` 409s in a row (application.patch_and_check replaced
+    by a double): what each PATCH was (refused or accepted) and the accepted ones' content."""
+    kopf_patches.apply()
+    settings = kopf.OperatorSettings()
+    settings.queueing.worker_limit = worker_limit
+    settings.queueing.error_delays = (0.05, 0.05, 0.1, 0.1)
+    answers: list[str] = []
+    accepted: list[dict] = []
+
+    async def patch_and_check_double(*, patch: patches.Patch, **_: Any) -> tuple[None, None]:
+        if not patch:  # kopf's apply() also "applies" the empty patch first
+            return None, None
+        if len([a for a in answers if a == "409"]) < failures:
+            answers.append("409")
+            raise kopf._cogs.clients.errors.APIConflictError({"message": "Conflict", "code": 409}, status=409, headers={})
+        answers.append("ok")
+        accepted.append(dict(patch))
+        return None, None
+
+    body = bodies.Body({"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
+                        "metadata": {"name": "deleting", "namespace": "kafka", "uid": "u-2"}})
+    resource = references.Resource("kafkaops.io", "v1alpha1", "kafkatopics", namespaced=True)
+    original, application.patch_and_check = application.patch_and_check, patch_and_check_double
+    try:
+        kopf_patch = patches.Patch(patch or {})
+        try:
+            await application.apply(settings=settings, resource=resource, body=body, patch=kopf_patch,
+                                    delays=delays if delays is not None else [], logger=logging.getLogger("test"),
+                                    stream_pressure=asyncio.Event())
+        except kopf._cogs.clients.errors.APIConflictError:
+            answers.insert(0, "raised")
+        await asyncio.sleep(0.6)
+    finally:
+        application.patch_and_check = original
+    return answers, accepted
+
+
+async def test_a_refused_patch_is_followed_by_touches_until_one_is_accepted() -> None:
+    """kopf waited for the object's next event after its PATCH failed (409): a KafkaTopic being deleted
+    in a Namespace being deleted got none, and kept its finalizer (soak seed 50248)."""
+    answers, accepted = await apply_refused(3, patch={"metadata": {"annotations": {"kopf.zalando.org/x": "retry"}}})
+    assert answers == ["raised", "409", "409", "409", "ok"], answers  # kopf still sees the error, as before
+    assert len(accepted) == 1 and "metadata" in accepted[0]  # one touch accepted: its echo is the next event
+    answers, accepted = await apply_refused(0, patch={"metadata": {"annotations": {"kopf.zalando.org/x": "done"}}})
+    assert answers == ["ok"] and len(accepted) == 1  # an accepted patch: no touch
+
+
+async def test_a_refused_touch_after_a_delay_is_touched_again() -> None:
+    answers, accepted = await apply_refused(2, worker_limit=5, delays=[0.05])
+    assert answers == ["409", "409", "ok"] and len(accepted) == 1, answers
 
 
 # --- bodies and patches without reference cycles -------------------------------------------------

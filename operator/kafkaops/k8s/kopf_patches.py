@@ -1,4 +1,4 @@
-"""Six fixes to kopf 1.45.2 (pinned), applied when the operator starts.
+"""Seven fixes to kopf 1.45.2 (pinned), applied when the operator starts.
 
 kopf fills its indexes before any handler runs: every object of an indexed kind holds a toggle
 in one `ToggleSet`, and every object's worker waits on that set's condition until all toggles
@@ -58,6 +58,14 @@ retried, and every other object's events waited. Here, with a limit, a delay wit
 is slept in a task of its own, which touches the object as kopf would; the worker idles and ends.
 A new event for the object meanwhile does not cancel that touch (kopf's sleep would have woken
 and skipped it): one more touch and handling cycle at most, with nothing to do.
+
+A seventh, a wedge: when kopf's PATCH after a handler fails (a 409 Conflict, which kopf does not
+retry; a 5xx or 403 past its nine retries), kopf logs it, throttles the object for a second and
+then waits for the object's next watch event to handle it again. An object nothing else writes to
+gets none: a KafkaTopic whose deletion handler's retry could not be recorded, in a Namespace being
+deleted, kept its finalizer for ever and the Namespace stayed Terminating (the soak, seed 50248:
+a 409 on that PATCH). Here a failed PATCH is followed by touches of the object, at kopf's own error
+delays, until one is accepted: its echo is that next event.
 """
 
 from __future__ import annotations
@@ -140,8 +148,12 @@ async def _apply(*, settings: Any, resource: Any, body: Any, patch: Any, delays:
                  stream_pressure: Any = None) -> tuple[bool, str | None, Any]:
     delay = min(delays) if delays else None
     if not settings.queueing.worker_limit or delay is None or delay <= 0 or patch:
-        return await _KOPF_APPLY(settings=settings, resource=resource, body=body, patch=patch, delays=delays,
-                                 logger=logger, stream_pressure=stream_pressure)
+        try:
+            return await _KOPF_APPLY(settings=settings, resource=resource, body=body, patch=patch, delays=delays,
+                                     logger=logger, stream_pressure=stream_pressure)
+        except Exception:
+            _touch_until_answered(settings, resource, body, logger)  # the seventh fix (module docstring)
+            raise  # kopf's throttler logs it and sleeps, as before
     delay = min(delay, application.WAITING_KEEPALIVE_INTERVAL)
     logger.debug(f"Sleeping for {delay} seconds for the delayed handlers, outside the worker.")
     task = asyncio.create_task(_touch_later(settings, resource, body, logger, delay),
@@ -159,9 +171,42 @@ async def _touch_later(settings: Any, resource: Any, body: Any, logger: Any, del
                                                 value=datetime.datetime.now(datetime.UTC).isoformat())
     try:
         await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch,
-                                          body=body)
-    except Exception:  # noqa: BLE001 - gone meanwhile, or the API refused: kopf's next event handles it
+                                          body=body)  # gone meanwhile (404): None, nothing to do
+    except Exception:  # noqa: BLE001 - the API refused: touched again until it answers (the seventh fix)
         logger.debug("Touching the object after its delay failed.", exc_info=True)
+        _touch_until_answered(settings, resource, body, logger)
+
+
+_RETOUCHES: dict[str, asyncio.Task[None]] = {}  # object uid -> its touches after a failed PATCH
+
+
+def _touch_until_answered(settings: Any, resource: Any, body: Any, logger: Any) -> None:
+    """After kopf's PATCH of an object failed, touch the object until a touch is accepted: its echo is
+    the event kopf waits for to handle the object again. One series per object at a time."""
+    uid = body.metadata.uid or f"{body.metadata.namespace}/{body.metadata.name}"
+    if uid in _RETOUCHES:
+        return
+    task = asyncio.create_task(_retouch(settings, resource, body, logger),
+                               name=f"touch {body.metadata.namespace}/{body.metadata.name} after a failed patch")
+    _RETOUCHES[uid] = task
+    task.add_done_callback(lambda _: _RETOUCHES.pop(uid, None))
+
+
+async def _retouch(settings: Any, resource: Any, body: Any, logger: Any) -> None:
+    # kopf's own error delays (1, 1, 2, 3, 5, 8... s: ~27 min in all): the first ends as kopf's
+    # throttling of the object does, so the echo finds the object handled again
+    for delay in settings.queueing.error_delays:
+        await asyncio.sleep(delay)
+        touch = patches.Patch()
+        settings.persistence.progress_storage.touch(body=body, patch=touch,
+                                                    value=datetime.datetime.now(datetime.UTC).isoformat())
+        try:
+            await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch,
+                                              body=body)  # a gone object (404) answers None: nothing to do
+            return
+        except Exception:  # noqa: BLE001 - refused again: the next delay
+            logger.debug("Touching the object after a failed patch failed too; trying again.", exc_info=True)
+    logger.warning("The object could not be touched after a failed patch: it is handled again at its next event.")
 
 
 class _Root(dicts.ReplaceableMappingView[str, Any]):
