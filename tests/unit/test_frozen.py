@@ -157,3 +157,16 @@ def test_what_it_cannot_match_keeps_the_dataclass_init():
     assert slot_init(child) is None  # `a`'s slot is the base's
     assert _values(child(1, 2)) == {"a": 1, "b": 2}
     assert child.__init__ is getattr(child, DATACLASS_INIT)
+
+
+def test_the_package_declares_frozen_slots_dataclasses_one_way():
+    """One idiom (docs/architecture.md, "`@frozen`"): a frozen dataclass with slots is `@frozen`."""
+    import re
+    from pathlib import Path
+
+    root = Path(kafkaops.__file__).parent
+    pattern = re.compile(r"dataclass\((?=[^)]*frozen=True)(?=[^)]*slots=True)[^)]*\)")
+    found = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path.name != "frozen.py"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if line.lstrip().startswith("@") and pattern.search(line)]
+    assert found == [], f"declare these @frozen (kafkaops.frozen): {found}"
