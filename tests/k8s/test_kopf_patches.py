@@ -95,10 +95,34 @@ async def test_workers_waiting_for_the_indexes_give_their_slot_up() -> None:
     assert sorted(handled) == sorted(f"object {i}" for i in range(12))
 
 
+async def run_kopf_apply(settings: kopf.OperatorSettings, patch_and_check_double: Any, *, patch: dict | None = None,
+                         delays: list[float], wait: float) -> tuple[float, BaseException | None]:
+    """kopf's apply() of `patch` for one KafkaTopic, with application.patch_and_check replaced by the
+    double: how long it held its caller and what it raised; then `wait` seconds for the tasks it left."""
+    kopf_patches.apply()
+    body = bodies.Body({"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
+                        "metadata": {"name": "t", "namespace": "kafka", "uid": "u-1"}})
+    resource = references.Resource("kafkaops.io", "v1alpha1", "kafkatopics", namespaced=True)
+    original, application.patch_and_check = application.patch_and_check, patch_and_check_double
+    raised: BaseException | None = None
+    try:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            await application.apply(settings=settings, resource=resource, body=body, patch=patches.Patch(patch or {}),
+                                    delays=delays, logger=logging.getLogger("test"), stream_pressure=asyncio.Event())
+        except Exception as exc:  # noqa: BLE001 - returned to the test
+            raised = exc
+        held = loop.time() - started
+        await asyncio.sleep(wait)
+    finally:
+        application.patch_and_check = original
+    return held, raised
+
+
 async def apply_with_a_delay(worker_limit: int, delay: float) -> tuple[float, list[dict]]:
     """kopf's apply() after a handler asked for `delay` and had nothing to patch: how long the worker
-    was held, and the touches sent (application.patch_and_check replaced by a double)."""
-    kopf_patches.apply()
+    was held, and the touches sent."""
     settings = kopf.OperatorSettings()
     settings.queueing.worker_limit = worker_limit
     touched: list[dict] = []
@@ -108,19 +132,8 @@ async def apply_with_a_delay(worker_limit: int, delay: float) -> tuple[float, li
             touched.append(dict(patch))
         return None, None
 
-    body = bodies.Body({"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
-                        "metadata": {"name": "waits", "namespace": "kafka", "uid": "u-1"}})
-    resource = references.Resource("kafkaops.io", "v1alpha1", "kafkatopics", namespaced=True)
-    original, application.patch_and_check = application.patch_and_check, patch_and_check_double
-    try:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        await application.apply(settings=settings, resource=resource, body=body, patch=patches.Patch(),
-                                delays=[delay], logger=logging.getLogger("test"), stream_pressure=asyncio.Event())
-        held = loop.time() - started
-        await asyncio.sleep(delay + 0.2)
-    finally:
-        application.patch_and_check = original
+    held, raised = await run_kopf_apply(settings, patch_and_check_double, delays=[delay], wait=delay + 0.2)
+    assert raised is None
     return held, touched
 
 
@@ -136,9 +149,8 @@ async def test_a_retry_delay_with_a_worker_limit_is_slept_outside_the_worker() -
 
 async def apply_refused(failures: int, *, worker_limit: int = 0, patch: dict | None = None,
                         delays: list[float] | None = None) -> tuple[list[str], list[dict]]:
-    """kopf's apply() whose PATCH meets `failures` 409s in a row (application.patch_and_check replaced
-    by a double): what each PATCH was (refused or accepted) and the accepted ones' content."""
-    kopf_patches.apply()
+    """kopf's apply() whose PATCH meets `failures` 409s in a row: what each PATCH was (refused or
+    accepted, after "raised" when apply() raised) and the accepted ones' content."""
     settings = kopf.OperatorSettings()
     settings.queueing.worker_limit = worker_limit
     settings.queueing.error_delays = (0.05, 0.05, 0.1, 0.1)
@@ -148,28 +160,17 @@ async def apply_refused(failures: int, *, worker_limit: int = 0, patch: dict | N
     async def patch_and_check_double(*, patch: patches.Patch, **_: Any) -> tuple[None, None]:
         if not patch:  # kopf's apply() also "applies" the empty patch first
             return None, None
-        if len([a for a in answers if a == "409"]) < failures:
+        if answers.count("409") < failures:
             answers.append("409")
             raise kopf._cogs.clients.errors.APIConflictError({"message": "Conflict", "code": 409}, status=409, headers={})
         answers.append("ok")
         accepted.append(dict(patch))
         return None, None
 
-    body = bodies.Body({"apiVersion": "kafkaops.io/v1alpha1", "kind": "KafkaTopic",
-                        "metadata": {"name": "deleting", "namespace": "kafka", "uid": "u-2"}})
-    resource = references.Resource("kafkaops.io", "v1alpha1", "kafkatopics", namespaced=True)
-    original, application.patch_and_check = application.patch_and_check, patch_and_check_double
-    try:
-        kopf_patch = patches.Patch(patch or {})
-        try:
-            await application.apply(settings=settings, resource=resource, body=body, patch=kopf_patch,
-                                    delays=delays if delays is not None else [], logger=logging.getLogger("test"),
-                                    stream_pressure=asyncio.Event())
-        except kopf._cogs.clients.errors.APIConflictError:
-            answers.insert(0, "raised")
-        await asyncio.sleep(0.6)
-    finally:
-        application.patch_and_check = original
+    _, raised = await run_kopf_apply(settings, patch_and_check_double, patch=patch, delays=delays or [], wait=0.6)
+    if raised is not None:
+        assert isinstance(raised, kopf._cogs.clients.errors.APIConflictError), raised
+        answers.insert(0, "raised")
     return answers, accepted
 
 

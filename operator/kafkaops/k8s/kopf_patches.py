@@ -163,15 +163,20 @@ async def _apply(*, settings: Any, resource: Any, body: Any, patch: Any, delays:
     return False, None, None  # what kopf's apply() answers when it slept and touched
 
 
-async def _touch_later(settings: Any, resource: Any, body: Any, logger: Any, delay: float) -> None:
-    """kopf's own touch after a delay: a dummy value in the progress storage, merge-patched."""
-    await asyncio.sleep(delay)
+async def _touch(settings: Any, resource: Any, body: Any, logger: Any) -> None:
+    """kopf's own touch: a dummy value in the progress storage, merge-patched. A gone object (404)
+    answers None: nothing to do. Raises what the API's refusal raised."""
     touch = patches.Patch()
     settings.persistence.progress_storage.touch(body=body, patch=touch,
                                                 value=datetime.datetime.now(datetime.UTC).isoformat())
+    await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch, body=body)
+
+
+async def _touch_later(settings: Any, resource: Any, body: Any, logger: Any, delay: float) -> None:
+    """kopf's touch after a delay."""
+    await asyncio.sleep(delay)
     try:
-        await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch,
-                                          body=body)  # gone meanwhile (404): None, nothing to do
+        await _touch(settings, resource, body, logger)
     except Exception:  # noqa: BLE001 - the API refused: touched again until it answers (the seventh fix)
         logger.debug("Touching the object after its delay failed.", exc_info=True)
         _touch_until_answered(settings, resource, body, logger)
@@ -197,12 +202,8 @@ async def _retouch(settings: Any, resource: Any, body: Any, logger: Any) -> None
     # throttling of the object does, so the echo finds the object handled again
     for delay in settings.queueing.error_delays:
         await asyncio.sleep(delay)
-        touch = patches.Patch()
-        settings.persistence.progress_storage.touch(body=body, patch=touch,
-                                                    value=datetime.datetime.now(datetime.UTC).isoformat())
         try:
-            await application.patch_and_check(settings=settings, resource=resource, logger=logger, patch=touch,
-                                              body=body)  # a gone object (404) answers None: nothing to do
+            await _touch(settings, resource, body, logger)
             return
         except Exception:  # noqa: BLE001 - refused again: the next delay
             logger.debug("Touching the object after a failed patch failed too; trying again.", exc_info=True)
