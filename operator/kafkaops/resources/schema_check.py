@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
-
-from jsonschema import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from kafkaops.resources.config_types import suggest
 from kafkaops.resources.issues import Finding, error, join_path
 from kafkaops.resources.schemas import schema_predicate, validator_for
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 SCHEMA_VIOLATION = "SchemaViolation"
 
