@@ -15,7 +15,7 @@ from kafkaops.k8s.kinds import ClaimKey, claim_key, claim_of
 from kafkaops.k8s.metrics import Metrics
 from kafkaops.k8s.reconciler import THROTTLE_RECORD, Reconciler
 from kafkaops.k8s.topic_status import topic_fields
-from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource, NewPartitions
+from kafkaops.kafka import AclBindingFilter, AdminClient, AlterConfigOp, ConfigResource, ConfigSource, NewPartitions, NewTopic
 from kafkaops.kafka.apis import Api
 from kafkaops.reconcile.actions import CreatePartitions, StepResult, StepState
 from kafkaops.reconcile.observed import ObservedTopic
@@ -210,6 +210,45 @@ async def test_a_secret_the_operator_may_not_read_says_how_to_grant_it(fake) -> 
         assert "manifests/secrets-access" in ready["message"]
     finally:
         await clusters.close_all()
+
+
+async def test_a_deletion_never_applied_goes_when_its_cluster_being_deleted_cannot_log_in(fake) -> None:
+    """A Namespace deleted while no operator ran, before its KafkaCluster had first connected: the
+    credentials Secret went at once (nothing had put the credentials-in-use finalizer on it). A
+    resource never applied is released without touching Kafka; one applied before still waits,
+    and so does a never-applied one whose cluster is not being deleted (its Secret can come back)."""
+    clusters = Clusters(SecretReaderDouble(), OperatorSettings(metrics_port=None, cluster_wait=5.0))
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+    sasl = {"mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "creds"}}
+    async with AdminClient.connect(fake.bootstrap) as admin:  # a topic of that name in Kafka: left alone
+        assert not (await admin.create_topics([NewTopic("never", 1, 1)])).failed()
+    try:
+        live = await connect(reconciler, cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete"}, sasl=sasl))
+        assert condition(live, "Ready")["reason"] == "CredentialsInvalid"
+        never, applied = topic_body("never", deletionTimestamp="2026-01-02T00:00:00Z"), \
+            topic_body("applied", deletionTimestamp="2026-01-02T00:00:00Z")
+        applied["status"] = {"claimed": True, "partitions": 1, "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+        kept = await reconciler.remove(never)
+        assert not kept.release and "cannot delete in Kafka yet" in condition(kept, "Reconciling")["message"]
+
+        doomed = cluster_body(fake.bootstrap, topicDeletion={"policy": "Delete"}, sasl=sasl,
+                              ) | {"metadata": {**live_metadata(reconciler), "deletionTimestamp": "2026-01-02T00:00:00Z"}}
+        reconciler.catalog.add(doomed)
+        released = await reconciler.remove(never)
+        assert released.release and released.event is not None and released.event.type == "Warning"
+        assert released.event.reason == "ReleasedUnapplied"
+        assert "KafkaCluster team/main is being deleted and cannot log in" in released.event.message
+        assert "Secret team/creds not found" in released.event.message
+        waits = await reconciler.remove(applied)
+        assert not waits.release and "annotate kafkaops.io/managed=false" in condition(waits, "Reconciling")["message"]
+        async with AdminClient.connect(fake.bootstrap) as admin:
+            assert "never" in (await admin.metadata(None)).topics, "released without touching Kafka"
+    finally:
+        await clusters.close_all()
+
+
+def live_metadata(reconciler: Reconciler) -> dict:
+    return dict(reconciler.catalog.clusters[("team", "main")]["metadata"])
 
 
 async def test_cross_namespace_use_needs_the_cluster_to_allow_it(fake) -> None:

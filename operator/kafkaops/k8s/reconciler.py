@@ -27,6 +27,7 @@ from kafkaops.k8s.cluster_status import ClusterStatus
 from kafkaops.k8s.drift import Resync
 from kafkaops.k8s.handover import Guard, Handover, Ownership, OwnsEverything, Toucher
 from kafkaops.k8s.principals import Principals
+from kafkaops.k8s.secrets import CREDENTIALS_INVALID
 from kafkaops.k8s.context import (
     AUTHENTICATION_FAILED,
     CLUSTER_NOT_FOUND,
@@ -84,6 +85,7 @@ from kafkaops.resources.validation import check_custom_resource
 __all__ = ["THROTTLE_RECORD", "Reconciler", "Result", "reassignment_status"]
 
 NAMESPACE_NOT_ALLOWED = "NamespaceNotAllowed"
+RELEASED_UNAPPLIED = "ReleasedUnapplied"  # see _never_applied_and_cannot_be
 DELETION_CAP_EXCEEDED = "DeletionCapExceeded"
 # reasons of "waiting for the cluster": normal during start-up and outages, never an Event per resource
 WAITING_REASONS = frozenset({CLUSTER_NOT_FOUND, CLUSTER_NOT_READY})
@@ -100,6 +102,27 @@ def _ready_reason(status: Mapping[str, Any] | None) -> str | None:
         if isinstance(c, Mapping) and c.get("type") == READY:
             return c.get("reason")
     return None
+
+
+def _never_applied_and_cannot_be(body: Mapping[str, Any], cluster_body: Mapping[str, Any],
+                                 context: ClusterContext | None) -> str | None:
+    """Why a resource being deleted may go without touching Kafka although its Delete policy asks
+    for Kafka (None: it may not): no apply of it was ever recorded (its status never `claimed`),
+    and its KafkaCluster, being deleted too, cannot log in (a credentials Secret missing, say).
+
+    The case: a Namespace deleted with everything in it while no operator ran (a restart, a
+    failover's lease), before its KafkaCluster had first connected. A Secret the operator connects
+    with carries the `credentials-in-use` finalizer from its first read, so a Secret gone means
+    no connection was ever made with it, and a Namespace being deleted takes no new Secret: the
+    resource and its cluster would wait for each other for ever (docs/reliability.md, finding 19)."""
+    metadata = cluster_body.get("metadata") or {}
+    status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
+    if context is None or context.problem is None or context.problem.reason != CREDENTIALS_INVALID \
+            or not metadata.get("deletionTimestamp") or status.get(CLAIMED) is True:
+        return None
+    return (f"released without touching Kafka: no apply of it was ever recorded, and its KafkaCluster "
+            f"{metadata.get('namespace')}/{metadata.get('name')} is being deleted and cannot log in "
+            f"({context.problem.message})")
 
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
@@ -392,8 +415,10 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
         """A resource is being deleted: apply its deletion policy, then let the finalizer go.
 
         Released without touching Kafka only when the user said so (unmanaged/paused), when the
-        resource never managed anything (invalid, lost a conflict), or when its KafkaCluster object
-        is absent from the API. A cluster that exists but is not connected is waited for."""
+        resource never managed anything (invalid, lost a conflict, or never applied while its
+        KafkaCluster, being deleted too, cannot log in: `_never_applied_and_cannot_be`), or when its
+        KafkaCluster object is absent from the API. A cluster that exists but is not connected is
+        waited for."""
         uid = uid_of(body)
         self.waiting.discard(uid)
         if is_unmanaged(body) or is_paused(body):
@@ -419,6 +444,10 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
                                                             f"deletion policy {policy}: {model.kind} left in Kafka"))
         async with self._lock(body):
             context, waiting = await self._context_for(key)
+            if waiting is not None and (released := _never_applied_and_cannot_be(body, cluster_body, context)):
+                metadata = body.get("metadata") or {}
+                log.warning("%s %s/%s %s", model.kind, metadata.get("namespace"), metadata.get("name"), released)
+                return Result(release=True, event=EventNote("Warning", RELEASED_UNAPPLIED, released))
             if waiting is not None:
                 reason, message = waiting
                 verdict = Verdict(Phase.RECONCILING, reason, f"{message}; cannot delete in Kafka yet (annotate "
