@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
-from kafkaops.kafka import AdminClient
+from kafkaops.kafka import AdminClient, NewTopic
 from kafkaops.testing.servers import ServerProcess, start_noida
 from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_emulator, start_operator
 
@@ -197,6 +200,49 @@ def test_a_namespace_deleted_with_its_credentials_secret_still_deletes_its_topic
         for process in (first, second, kafka):
             if process is not None:
                 process.stop()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_a_namespace_deleted_when_its_cluster_never_logged_in_is_gone(tmp_path) -> None:
+    """A KafkaCluster whose credentials Secret does not exist (a typo), a Delete-policy topic
+    waiting for it, and the user gives up: `kubectl delete namespace`. The cluster can never log
+    in (a Namespace being deleted takes no new Secret) and the topic was never applied: it is
+    released without touching Kafka (docs/reliability.md, finding 19), the cluster then goes, and
+    so does the Namespace. A topic of the same name made in Kafka by someone else is left alone."""
+    if REAL_KUBECONFIG:
+        pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: this test deletes a namespace of its own emulator")
+    with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka", "typo"]) as api:
+        kube, typo = Kube(api.kubeconfig, "kafka"), Kube(api.kubeconfig, "typo")
+        asyncio.run(create_in_kafka(noida.bootstrap, "typo-orders"))
+        operator = start_operator(api.kubeconfig)
+        kubectl = [shutil.which("kubectl"), "--kubeconfig", str(api.kubeconfig)]
+        try:
+            manifest = tmp_path / "typo.yaml"
+            manifest.write_text(yaml.safe_dump_all([
+                {**cluster("typo", noida.bootstrap, topicDeletion={"policy": "Delete"},
+                           sasl={"mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "kafka-credentails"}})},
+                topic("typo-orders", cluster_name="typo")]))
+            subprocess.run([*kubectl, "-n", "typo", "apply", "-f", str(manifest)], check=True, capture_output=True,
+                           timeout=60)
+            waiting = wait_until(lambda: [o for o in typo.list("kafkatopics") if "kafka-credentails" in
+                                          condition(o, "Ready").get("message", "")], timeout=60,
+                                 what="the topic waiting for its cluster's credentials")
+            assert "kafkaops.io/finalizer" in waiting[0]["metadata"].get("finalizers", []), waiting[0]["metadata"]
+            subprocess.run([*kubectl, "delete", "namespace", "typo", "--wait=false"], check=True, capture_output=True,
+                           timeout=60)
+            wait_until(lambda: "typo" not in {n.metadata.name for n in kube.core.list_namespace().items}, timeout=60,
+                       what="the namespace gone")
+            gone = subprocess.run([*kubectl, "get", "namespace", "typo"], capture_output=True, text=True, timeout=60)
+            assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stderr
+            assert "released without touching Kafka: no apply of it was ever recorded" in operator.log()
+            assert kafka_topics(noida.bootstrap, "typo-") == {"typo-orders"}, "Kafka was not touched"
+        finally:
+            operator.stop()
+
+
+async def create_in_kafka(bootstrap: str, name: str) -> None:
+    async with AdminClient.connect(bootstrap) as admin:
+        assert not (await admin.create_topics([NewTopic(name, 1, 1)])).failed()
 
 
 def test_deleting_a_namespace_with_its_cluster_deletes_its_topics_in_kafka() -> None:
