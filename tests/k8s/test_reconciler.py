@@ -247,6 +247,32 @@ async def test_a_deletion_never_applied_goes_when_its_cluster_being_deleted_cann
         await clusters.close_all()
 
 
+async def test_a_deletion_never_applied_goes_when_its_cluster_being_deleted_never_connected() -> None:
+    """A mistyped bootstrap address: the KafkaCluster never connected (no status.clusterId). Being
+    deleted, it will not: a never-applied resource goes without touching Kafka. One that did
+    connect once (its status has a clusterId) may again: the resource waits for it."""
+    clusters = Clusters(SecretReaderDouble(), OperatorSettings(
+        client_overrides={"connect_attempts": 1, "connect_timeout": 0.5, "retry_attempts": 1},
+        metrics_port=None, cluster_wait=5.0))
+    reconciler = Reconciler(clusters, CatalogDouble(), Metrics())
+    try:
+        down = await connect(reconciler, cluster_body("127.0.0.1:1", topicDeletion={"policy": "Delete"}))
+        assert condition(down, "Reconciling")["reason"] == "ClusterUnreachable"
+        doomed = {**cluster_body("127.0.0.1:1", topicDeletion={"policy": "Delete"}),
+                  "metadata": {**live_metadata(reconciler), "deletionTimestamp": "2026-01-02T00:00:00Z"}}
+        reconciler.catalog.add(doomed)
+        released = await reconciler.remove(topic_body("never", deletionTimestamp="2026-01-02T00:00:00Z"))
+        assert released.release and released.event is not None and released.event.reason == "ReleasedUnapplied"
+        assert "KafkaCluster team/main is being deleted and has never connected (ClusterUnreachable" \
+            in released.event.message
+
+        reconciler.catalog.add({**doomed, "status": {"clusterId": "once-seen"}})
+        waits = await reconciler.remove(topic_body("never-either", deletionTimestamp="2026-01-02T00:00:00Z"))
+        assert not waits.release and "cannot delete in Kafka yet" in condition(waits, "Reconciling")["message"]
+    finally:
+        await clusters.close_all()
+
+
 def live_metadata(reconciler: Reconciler) -> dict:
     return dict(reconciler.catalog.clusters[("team", "main")]["metadata"])
 

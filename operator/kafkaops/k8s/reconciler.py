@@ -108,21 +108,31 @@ def _never_applied_and_cannot_be(body: Mapping[str, Any], cluster_body: Mapping[
                                  context: ClusterContext | None) -> str | None:
     """Why a resource being deleted may go without touching Kafka although its Delete policy asks
     for Kafka (None: it may not): no apply of it was ever recorded (its status never `claimed`),
-    and its KafkaCluster, being deleted too, cannot log in (a credentials Secret missing, say).
+    and its KafkaCluster, being deleted too, is not connected and will not be: it cannot log in
+    (a credentials Secret missing, say), or it never connected at all (no `status.clusterId`: a
+    mistyped bootstrap address, a Secret that never existed).
 
-    The case: a Namespace deleted with everything in it while no operator ran (a restart, a
-    failover's lease), before its KafkaCluster had first connected. A Secret the operator connects
-    with carries the `credentials-in-use` finalizer from its first read, so a Secret gone means
-    no connection was ever made with it, and a Namespace being deleted takes no new Secret: the
-    resource and its cluster would wait for each other for ever (docs/reliability.md, finding 19)."""
+    The cases: a Namespace deleted to start over after such a mistake, or deleted with everything
+    in it while no operator ran (a restart, a failover's lease) before its KafkaCluster first
+    connected. A Secret the operator connects with carries the `credentials-in-use` finalizer from
+    its first read, so a Secret gone means no connection was ever made with it, and a Namespace
+    being deleted takes no new Secret: the resource and its cluster would wait for each other for
+    ever (docs/reliability.md, finding 19)."""
     metadata = cluster_body.get("metadata") or {}
     status = body.get("status") if isinstance(body.get("status"), Mapping) else {}
-    if context is None or context.problem is None or context.problem.reason != CREDENTIALS_INVALID \
-            or not metadata.get("deletionTimestamp") or status.get(CLAIMED) is True:
+    if context is None or context.problem is None or not metadata.get("deletionTimestamp") \
+            or status.get(CLAIMED) is True:
+        return None
+    cluster_status = cluster_body.get("status") if isinstance(cluster_body.get("status"), Mapping) else {}
+    if context.problem.reason == CREDENTIALS_INVALID:
+        why = "cannot log in"
+    elif not cluster_status.get("clusterId"):
+        why = "has never connected"
+    else:  # it did connect once: it may again, and then the deletion is done in Kafka
         return None
     return (f"released without touching Kafka: no apply of it was ever recorded, and its KafkaCluster "
-            f"{metadata.get('namespace')}/{metadata.get('name')} is being deleted and cannot log in "
-            f"({context.problem.message})")
+            f"{metadata.get('namespace')}/{metadata.get('name')} is being deleted and {why} "
+            f"({context.problem.reason}: {context.problem.message})")
 
 
 StatusWriter = Callable[[str, str, str, Mapping[str, Any]], Awaitable[None]]  # plural, namespace, name, status
