@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from kafkaops.kafka import AdminClient, NewTopic
-from kafkaops.testing.servers import ServerProcess, start_noida
+from kafkaops.testing.servers import ServerProcess, free_port, start_noida
 from kafkaops.testing.stack import ChildProcess, start_dev_cluster, start_emulator, start_operator
 
 from conftest import REAL_KUBECONFIG, ROOT, Kube, condition, emulator_and_noida, peers_settled, ready, wait_until
@@ -203,30 +203,37 @@ def test_a_namespace_deleted_with_its_credentials_secret_still_deletes_its_topic
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-def test_a_namespace_deleted_when_its_cluster_never_logged_in_is_gone(tmp_path) -> None:
-    """A KafkaCluster whose credentials Secret does not exist (a typo), a Delete-policy topic
-    waiting for it, and the user gives up: `kubectl delete namespace`. The cluster can never log
-    in (a Namespace being deleted takes no new Secret) and the topic was never applied: it is
-    released without touching Kafka (docs/reliability.md, finding 19), the cluster then goes, and
-    so does the Namespace. A topic of the same name made in Kafka by someone else is left alone."""
+@pytest.mark.parametrize("typo", ["secret", "bootstrap"])
+def test_a_namespace_deleted_when_its_cluster_never_connected_is_gone(typo: str, tmp_path) -> None:
+    """A KafkaCluster with a typo (a credentials Secret that does not exist, or a bootstrap address
+    nothing listens on), a Delete-policy topic waiting for it, and the user gives up: `kubectl
+    delete namespace`. The cluster will never connect (a Namespace being deleted takes no new
+    Secret, and a cluster being deleted gets no new address) and the topic was never applied: it
+    is released without touching Kafka (docs/reliability.md, finding 19), the cluster then goes,
+    and so does the Namespace. A topic of the same name made in Kafka by someone else stays."""
     if REAL_KUBECONFIG:
         pytest.skip("KAFKAOPS_E2E_KUBECONFIG is set: this test deletes a namespace of its own emulator")
     with start_noida() as noida, start_emulator(ROOT / "crds", namespaces=["kafka", "typo"]) as api:
-        kube, typo = Kube(api.kubeconfig, "kafka"), Kube(api.kubeconfig, "typo")
+        kube, typo_ns = Kube(api.kubeconfig, "kafka"), Kube(api.kubeconfig, "typo")
         asyncio.run(create_in_kafka(noida.bootstrap, "typo-orders"))
         operator = start_operator(api.kubeconfig)
         kubectl = [shutil.which("kubectl"), "--kubeconfig", str(api.kubeconfig)]
+        if typo == "secret":
+            spec, waiting_for = {"sasl": {"mechanism": "SCRAM-SHA-512",
+                                          "credentialsSecretRef": {"name": "kafka-credentails"}}}, "kafka-credentails"
+            address = noida.bootstrap
+        else:
+            spec, waiting_for, address = {}, "ClusterUnreachable", f"127.0.0.1:{free_port()}"
         try:
             manifest = tmp_path / "typo.yaml"
             manifest.write_text(yaml.safe_dump_all([
-                {**cluster("typo", noida.bootstrap, topicDeletion={"policy": "Delete"},
-                           sasl={"mechanism": "SCRAM-SHA-512", "credentialsSecretRef": {"name": "kafka-credentails"}})},
+                cluster("typo", address, topicDeletion={"policy": "Delete"}, **spec),
                 topic("typo-orders", cluster_name="typo")]))
             subprocess.run([*kubectl, "-n", "typo", "apply", "-f", str(manifest)], check=True, capture_output=True,
                            timeout=60)
-            waiting = wait_until(lambda: [o for o in typo.list("kafkatopics") if "kafka-credentails" in
+            waiting = wait_until(lambda: [o for o in typo_ns.list("kafkatopics") if waiting_for in
                                           condition(o, "Ready").get("message", "")], timeout=60,
-                                 what="the topic waiting for its cluster's credentials")
+                                 what="the topic waiting for its cluster")
             assert "kafkaops.io/finalizer" in waiting[0]["metadata"].get("finalizers", []), waiting[0]["metadata"]
             subprocess.run([*kubectl, "delete", "namespace", "typo", "--wait=false"], check=True, capture_output=True,
                            timeout=60)
