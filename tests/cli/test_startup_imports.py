@@ -2,9 +2,10 @@
 `apply` and `run`: the plain install does not ship them, and they cost start-up time. Checked with
 `python -X importtime` on the real commands (plan/apply) and on the modules `run` imports. The SCRAM
 library (scramp, which imports asn1crypto: ~30 ms) is imported only by a SCRAM login, so a plaintext
-plan or apply does without it. jsonschema (~50 ms) is imported only when a document has a schema
-error: valid documents pass the compiled predicate (resources/fastschema.py) and never need it;
-an invalid one still gets jsonschema's every error, named by field."""
+plan or apply does without it. jsonschema and referencing (~70 ms) are imported only when a
+document has a schema error: valid documents pass the compiled predicate (resources/fastschema.py,
+compiled from schemas whose $refs resources/schemas.py inlines itself) and never need them; an
+invalid one still gets jsonschema's every error, named by field."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ ONLY_FOR_SCRAM = ("scramp", "asn1crypto")
 
 
 def jsonschema_modules(names: set[str]) -> list[str]:
-    return sorted(n for n in names if n.split(".")[0] in ("jsonschema", "jsonschema_specifications"))
+    return sorted(n for n in names if n.split(".")[0] in ("jsonschema", "jsonschema_specifications", "referencing"))
 
 
 def imported(args: list[str], tmp: Path) -> set[str]:

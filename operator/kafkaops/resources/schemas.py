@@ -5,8 +5,8 @@ They are the single source of truth: validation runs them with jsonschema
 answers "no schema error?" fast for the common case of a valid document (fastschema.py).
 
 jsonschema and referencing are imported when first needed, not with this module: every
-`kafkaops` command imports the validation, and a run whose documents are all valid never needs
-jsonschema (~50 ms of a 0.26 s start-up; docs/architecture.md, "Imported when needed").
+`kafkaops` command imports the validation, and a run whose documents are all valid needs neither
+(~70 ms together of a 0.26 s start-up; docs/architecture.md, "Imported when needed").
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources as importlib_resources
+from urllib.parse import urljoin
 from typing import TYPE_CHECKING, Any
 
 from kafkaops.resources.fastschema import compile_schema
@@ -63,29 +64,50 @@ def validator_for(kind: str) -> Draft202012Validator:
 
 
 @cache
+def _by_id() -> dict[str, dict[str, Any]]:
+    return {doc["$id"]: doc for doc in _documents().values()}
+
+
+def _lookup(ref: str, base: str) -> tuple[Any, str]:
+    """What `ref` (a URI and a JSON pointer, as this package's schemas write them) points to, with
+    the URI of its document. LookupError for anything else (an anchor, an unknown document)."""
+    uri, _, pointer = urljoin(base, ref).partition("#")
+    node: Any = _by_id()[uri]  # KeyError: a LookupError
+    if pointer and not pointer.startswith("/"):
+        raise LookupError(f"{ref}: not a JSON pointer")
+    for part in pointer.split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node, uri
+
+
+@cache
 def inlined_schema(kind: str) -> dict[str, Any] | None:
-    """The kind's JSON Schema with every $ref inlined (None: a recursive or dynamic $ref)."""
+    """The kind's JSON Schema with every $ref inlined (None: a recursive, dynamic or unresolvable
+    $ref). The refs are resolved here, not by `referencing` (~20 ms to import, for every command
+    that validates): these are the package's own documents, and
+    tests/resources/test_schemas_inlined.py compares the result with referencing's resolution."""
     schema = schema_for(kind)
 
-    def inline(node: Any, resolver: Any, depth: int) -> Any:
+    def inline(node: Any, base: str, depth: int) -> Any:
         if depth > 50:
             raise RecursionError("recursive $ref")
         if isinstance(node, Mapping):
             if "$dynamicRef" in node or "$recursiveRef" in node:
                 raise RecursionError("dynamic $ref")
             if "$ref" in node:
-                resolved = resolver.lookup(node["$ref"])
-                target = inline(resolved.contents, resolved.resolver, depth + 1)
-                rest = {k: inline(v, resolver, depth + 1) for k, v in node.items() if k != "$ref"}
+                contents, uri = _lookup(node["$ref"], base)
+                target = inline(contents, uri, depth + 1)
+                rest = {k: inline(v, base, depth + 1) for k, v in node.items() if k != "$ref"}
                 return {"allOf": [target, rest]} if rest else target
-            return {k: inline(v, resolver, depth + 1) for k, v in node.items() if k not in ("$id", "$defs")}
+            return {k: inline(v, base, depth + 1) for k, v in node.items() if k not in ("$id", "$defs")}
         if isinstance(node, list):
-            return [inline(item, resolver, depth + 1) for item in node]
+            return [inline(item, base, depth + 1) for item in node]
         return node
 
     try:
-        return inline(schema, registry().resolver(base_uri=schema["$id"]), 0)
-    except RecursionError:
+        return inline(schema, schema["$id"], 0)
+    except (RecursionError, LookupError, ValueError, IndexError):
         return None
     finally:
         inline = None  # type: ignore[assignment]  # it refers to itself: a cycle otherwise (see yaml_nodes.construct)

@@ -1,0 +1,71 @@
+"""The schemas' $refs, inlined by resources/schemas.py without `referencing` (so that a command
+whose documents are all valid does not import it): the same schema as inlining by referencing's
+own resolution, for every kind; what it cannot resolve leaves the kind to jsonschema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from kafkaops.resources import schemas
+from kafkaops.resources.kinds import KINDS
+
+
+def inlined_by_referencing(kind: str) -> Any:
+    """The reference: every $ref resolved by a `referencing` registry of the package's schemas."""
+    registry = Registry().with_resources(
+        (doc["$id"], Resource(contents=doc, specification=DRAFT202012)) for doc in schemas._documents().values())
+
+    def inline(node: Any, resolver: Any) -> Any:
+        if isinstance(node, Mapping):
+            if "$ref" in node:
+                resolved = resolver.lookup(node["$ref"])
+                target = inline(resolved.contents, resolved.resolver)
+                rest = {k: inline(v, resolver) for k, v in node.items() if k != "$ref"}
+                return {"allOf": [target, rest]} if rest else target
+            return {k: inline(v, resolver) for k, v in node.items() if k not in ("$id", "$defs")}
+        if isinstance(node, list):
+            return [inline(item, resolver) for item in node]
+        return node
+
+    schema = schemas.schema_for(kind)
+    return inline(schema, registry.resolver(base_uri=schema["$id"]))
+
+
+def refs(node: Any) -> int:
+    if isinstance(node, Mapping):
+        return ("$ref" in node) + sum(refs(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(refs(v) for v in node)
+    return 0
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_is_inlined_as_referencing_resolves_it(kind: str) -> None:
+    assert refs(schemas.schema_for(kind)) > 0, "each kind's schema refers to common.json"
+    inlined = schemas.inlined_schema(kind)
+    assert inlined is not None and refs(inlined) == 0
+    assert inlined == inlined_by_referencing(kind)
+
+
+def test_a_pointer_into_a_list_and_escaped_names_resolve() -> None:
+    common = schemas.common_schema()
+    name = next(iter(common["$defs"]))
+    assert schemas._lookup(f"common.json#/$defs/{name}", common["$id"]) == (common["$defs"][name], common["$id"])
+    assert schemas._lookup("#", common["$id"])[0] is common
+    docs = {"$id": "https://example.test/a.json", "x": [{"a/b": {"c~d": 1}}]}
+    schemas._by_id()[docs["$id"]] = docs
+    try:
+        assert schemas._lookup("a.json#/x/0/a~1b/c~0d", docs["$id"]) == (1, docs["$id"])
+    finally:
+        del schemas._by_id()[docs["$id"]]
+
+
+@pytest.mark.parametrize("ref", ["other.json#/$defs/time", "common.json#anchor", "common.json#/$defs/nope"])
+def test_what_cannot_be_resolved_is_a_lookup_error(ref: str) -> None:
+    with pytest.raises(LookupError):
+        schemas._lookup(ref, schemas.common_schema()["$id"])
