@@ -69,3 +69,16 @@ def test_a_pointer_into_a_list_and_escaped_names_resolve() -> None:
 def test_what_cannot_be_resolved_is_a_lookup_error(ref: str) -> None:
     with pytest.raises(LookupError):
         schemas._lookup(ref, schemas.common_schema()["$id"])
+
+
+@pytest.mark.parametrize("ref", ["common.json#anchor", "common.json#/$id/0", "common.json#/$defs/time/x/y/z"])
+def test_a_kind_whose_ref_cannot_be_inlined_is_left_to_jsonschema(ref: str, monkeypatch) -> None:
+    kind = "KafkaTopic"
+    broken = {**schemas.schema_for(kind), "properties": {"spec": {"$ref": ref}}}
+    original = schemas.schema_for
+    monkeypatch.setattr(schemas, "schema_for", lambda k: broken if k == kind else original(k))
+    schemas.inlined_schema.cache_clear()
+    try:
+        assert schemas.inlined_schema(kind) is None
+    finally:
+        schemas.inlined_schema.cache_clear()

@@ -107,7 +107,7 @@ def inlined_schema(kind: str) -> dict[str, Any] | None:
 
     try:
         return inline(schema, schema["$id"], 0)
-    except (RecursionError, LookupError, ValueError, IndexError):
+    except (RecursionError, LookupError, ValueError, TypeError):
         return None
     finally:
         inline = None  # type: ignore[assignment]  # it refers to itself: a cycle otherwise (see yaml_nodes.construct)
