@@ -426,9 +426,9 @@ class Reconciler(ClusterStatus, Resync, Handover, Principals):
 
         Released without touching Kafka only when the user said so (unmanaged/paused), when the
         resource never managed anything (invalid, lost a conflict, or never applied while its
-        KafkaCluster, being deleted too, cannot log in: `_never_applied_and_cannot_be`), or when its
-        KafkaCluster object is absent from the API. A cluster that exists but is not connected is
-        waited for."""
+        KafkaCluster, being deleted too, cannot log in or has never connected:
+        `_never_applied_and_cannot_be`), or when its KafkaCluster object is absent from the API.
+        Otherwise a cluster that exists but is not connected is waited for."""
         uid = uid_of(body)
         self.waiting.discard(uid)
         if is_unmanaged(body) or is_paused(body):
